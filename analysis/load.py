@@ -1,0 +1,161 @@
+"""Load every rank's dump: a map over files (process pool), then one concatenation.
+
+The map step is :func:`load_one` (file -> per-file Arrow tables or a FileError); the
+reduce step is :func:`combine`. Both are plain functions of their inputs, so the map
+can run in this process, in a local pool, or on a cluster engine that ships the
+per-file tables back (see README, "Beyond one machine").
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from . import schema as s
+from .discover import DumpFile, FileError, discover
+from .parse import FileTables, Limits
+from .read import DumpReadError, read_dump
+
+
+@dataclass(slots=True)
+class DumpSet:
+    """All ranks' dumps as tables. Entries never become per-row Python objects."""
+
+    entries: pd.DataFrame
+    stacks: pd.DataFrame
+    configs: pd.DataFrame
+    status: pd.DataFrame
+    files: pd.DataFrame
+    file_errors: list[FileError] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(int(r) for r in self.files[s.RANK])
+
+
+def load_one(item: DumpFile, limits: Limits = Limits()) -> FileTables | FileError:
+    """Map step: one file to its tables, or to an error naming the file and the reason."""
+    try:
+        return read_dump(item.path, item.rank, limits)
+    except DumpReadError as exc:
+        return FileError(item.path, str(exc))
+    except MemoryError:
+        return FileError(item.path, "ran out of memory while reading")
+    except Exception as exc:  # a defect must not sink the whole job's analysis
+        return FileError(item.path, f"unexpected error: {type(exc).__name__}: {exc}"[:300])
+
+
+def _load_one_default(item: DumpFile) -> FileTables | FileError:
+    return load_one(item)
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """Arrow-backed numbers and nullable values; dictionary strings become categoricals."""
+    return table.to_pandas(
+        types_mapper=lambda t: pd.ArrowDtype(t) if not pa.types.is_dictionary(t) and not pa.types.is_string(t) else None,
+        self_destruct=True,
+    )
+
+
+def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> DumpSet:
+    """Reduce step: concatenate per-file tables; deduplicate stacks across ranks."""
+    parts = list(parts)
+    entries = [p.entries for p in parts] or [s.ENTRY_SCHEMA.empty_table()]
+    stacks = pa.concat_tables([p.stacks for p in parts] or [s.STACK_SCHEMA.empty_table()])
+    entry_table = pa.concat_tables(entries).unify_dictionaries().combine_chunks()
+    stacks_df = _to_pandas(stacks)
+    stacks_df = stacks_df.drop_duplicates(s.STACK_ID, ignore_index=True)
+    return DumpSet(
+        entries=_to_pandas(entry_table),
+        stacks=stacks_df,
+        configs=_to_pandas(pa.concat_tables([p.configs for p in parts] or [s.CONFIG_SCHEMA.empty_table()])),
+        status=_to_pandas(pa.concat_tables([p.status for p in parts] or [s.STATUS_SCHEMA.empty_table()])),
+        files=_to_pandas(pa.concat_tables([p.meta for p in parts] or [s.RANK_SCHEMA.empty_table()])),
+        file_errors=list(errors),
+    )
+
+
+def default_workers() -> int:
+    """One worker per core the process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only for a person watching a terminal."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled and sys.stderr.isatty()
+        self.last = 0.0
+
+    def step(self) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last > 0.1 or self.done == self.total:
+            self.last = now
+            width = 30
+            filled = width * self.done // max(self.total, 1)
+            sys.stderr.write(f"\rloading dumps [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}")
+            if self.done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def map_files(
+    files: Sequence[DumpFile],
+    workers: int | None = None,
+    progress: bool = False,
+    loader: Callable[[DumpFile], FileTables | FileError] = _load_one_default,
+) -> tuple[list[FileTables], list[FileError]]:
+    """Run the map step over ``files``, in a process pool when there is enough work."""
+    workers = default_workers() if workers is None else workers
+    bar = _Progress(len(files), progress)
+    parts: list[FileTables] = []
+    errors: list[FileError] = []
+
+    def collect(result: FileTables | FileError) -> None:
+        (errors if isinstance(result, FileError) else parts).append(result)
+        bar.step()
+
+    total_bytes = sum(_size(f.path) for f in files)
+    if workers <= 1 or len(files) < 8 or total_bytes < 8 << 20:
+        for f in files:
+            collect(loader(f))
+    else:
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(workers) as pool:
+            chunk = max(1, min(64, len(files) // (workers * 8)))
+            for result in pool.imap(loader, files, chunksize=chunk):
+                collect(result)
+    return parts, errors
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def load(
+    path: str | Path,
+    pattern: str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
+) -> DumpSet:
+    """Find, read and combine every dump under ``path``."""
+    files, discover_errors = discover(path, pattern)
+    parts, read_errors = map_files(files, workers=workers, progress=progress)
+    return combine(parts, [*discover_errors, *read_errors])

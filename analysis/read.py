@@ -1,0 +1,92 @@
+"""Read one dump file (pickle or JSON, optionally gzipped) into plain Python data."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from typing import IO, Any
+
+import orjson
+
+from .safe_pickle import SizeLimitedReader, UnsafePickleError, load_plain_pickle
+from .parse import DumpFormatError, FileTables, Limits, parse_dump
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class DumpReadError(Exception):
+    """A file that could not be read as a dump; the message says why."""
+
+
+def _sniff_format(head: bytes) -> str:
+    stripped = head.lstrip()
+    if stripped.startswith((b"{", b"[")):
+        return "json"
+    if head[:1] == b"\x80" or head[:1] in (b"(", b"}", b"]"):
+        return "pickle"
+    raise DumpReadError("neither a pickle nor a JSON document")
+
+
+def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
+    head = stream.peek(64)[:64] if hasattr(stream, "peek") else b""
+    if not head:
+        raise DumpReadError("the file is empty")
+    fmt = _sniff_format(head)
+    if fmt == "json":
+        data = stream.read(limit + 1)
+        if len(data) > limit:
+            raise DumpReadError(f"larger than the size limit of {limit} bytes")
+        try:
+            return orjson.loads(data), fmt
+        except orjson.JSONDecodeError as exc:
+            raise DumpReadError(f"invalid JSON: {exc}") from None
+    try:
+        return load_plain_pickle(stream), fmt
+    except UnsafePickleError as exc:
+        raise DumpReadError(f"unsafe pickle, not loaded: {exc}") from None
+    except RecursionError:
+        raise DumpReadError("pickle nested too deeply") from None
+    except MemoryError:
+        raise DumpReadError("pickle expands beyond available memory") from None
+    except ValueError as exc:
+        if "size limit" in str(exc):
+            raise DumpReadError(str(exc)) from None
+        raise DumpReadError(f"corrupt pickle: {exc}") from None
+    except (EOFError, Exception) as exc:  # the C unpickler raises many types on bad bytes
+        raise DumpReadError(f"corrupt or truncated pickle: {type(exc).__name__}: {exc}"[:300]) from None
+
+
+def read_raw(path: str, limits: Limits = Limits()) -> tuple[Any, str]:
+    """Decode ``path`` into plain data; refuses oversize files and code-carrying pickles."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
+    if size > limits.max_file_bytes:
+        raise DumpReadError(f"{size} bytes is larger than the size limit of {limits.max_file_bytes} bytes")
+    try:
+        with open(path, "rb") as raw_file:
+            if raw_file.read(2) == _GZIP_MAGIC:
+                raw_file.seek(0)
+                with gzip.GzipFile(fileobj=raw_file) as gz:
+                    limited = io.BufferedReader(SizeLimitedReader(gz, limits.max_file_bytes), 1 << 16)
+                    try:
+                        return _decode(limited, limits.max_file_bytes)
+                    except (OSError, EOFError) as exc:
+                        raise DumpReadError(f"corrupt gzip: {exc}") from None
+            raw_file.seek(0)
+            return _decode(raw_file, limits.max_file_bytes)
+    except OSError as exc:
+        raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_dump(path: str, rank: int, limits: Limits = Limits()) -> FileTables:
+    """Read and validate one rank's dump; raises DumpReadError with a reason on any problem."""
+    raw, fmt = read_raw(path, limits)
+    try:
+        return parse_dump(raw, rank, path, fmt, limits)
+    except DumpFormatError as exc:
+        raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
+    except RecursionError:
+        raise DumpReadError("not a valid Flight Recorder dump: nested too deeply") from None

@@ -1,0 +1,58 @@
+"""Load Flight Recorder pickles without ever running code from them.
+
+FR pickles hold only dicts, lists, tuples, strings, numbers, booleans and None.
+Every opcode that would import or call something (GLOBAL, STACK_GLOBAL, REDUCE,
+BUILD, INST, OBJ, NEWOBJ, EXT*) needs ``find_class`` or a persistent id first, so
+refusing those two refuses every code-running path the pickle format has.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import IO, Any
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """The pickle asked for a class or callable: it is not a plain FR dump."""
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise UnsafePickleError(
+            f"refused to load {module}.{name}: a dump may hold only plain data"
+        )
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickleError("refused a persistent id: a dump may hold only plain data")
+
+
+class SizeLimitedReader(io.RawIOBase):
+    """A read-only stream that raises once more than ``limit`` bytes were read.
+
+    Wrapping a gzip stream in it bounds what a decompression bomb can cost.
+    """
+
+    def __init__(self, raw: IO[bytes], limit: int) -> None:
+        self._raw = raw
+        self._left = limit
+        self._limit = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer)
+        want = min(len(view), self._left + 1)
+        data = self._raw.read(want)
+        n = len(data)
+        if n > self._left:
+            raise ValueError(f"content exceeds the size limit of {self._limit} bytes")
+        view[:n] = data
+        self._left -= n
+        return n
+
+
+def load_plain_pickle(stream: IO[bytes]) -> Any:
+    """Unpickle ``stream`` refusing every class; read straight from the file (fast path)."""
+    return _PlainDataUnpickler(stream).load()
