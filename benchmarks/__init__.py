@@ -1,0 +1,1 @@
+"""Synthetic Flight Recorder dumps and the Flight Deck benchmark."""
