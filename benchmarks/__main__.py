@@ -1,0 +1,332 @@
+"""Benchmark Flight Deck against the read+unpickle floor and torch's fr_trace.
+
+    python -m benchmarks [--sizes 256,1024,4096,16384] [--entries 2000]
+                         [--dir /tmp/fd-bench] [--skip-frtrace-above 4096]
+
+For each size: generate (or reuse) a synthetic hung-job dump set with a known
+culprit, warm the page cache, then time the floor (1 and 2 processes),
+Flight Deck end to end (twice, the second run shows any cache), and fr_trace
+where it fits in memory. Prints a table and writes results.json/results.md
+under --dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import flightdeck, frtrace, report
+from benchmarks.floor import dump_files
+from benchmarks.measure import RunResult, run_measured
+from benchmarks.synth import TRUTH_FILE, write_dump_set
+
+GB = 1e9
+
+
+def _log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _env() -> dict[str, str]:
+    """Subprocess environment with the repo root importable."""
+    env = dict(os.environ)
+    root = str(flightdeck.REPO_ROOT)
+    env["PYTHONPATH"] = root + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
+    return env
+
+
+def ensure_set(
+    root: Path, ranks: int, args: argparse.Namespace
+) -> tuple[Path, dict, bool]:
+    """Reuse the cached set for ``ranks`` if its truth.json matches the request, else generate it."""
+    out = root / f"ranks_{ranks}"
+    want = {
+        "world_size": ranks,
+        "entries": args.entries,
+        "fault": args.fault,
+        "seed": args.seed,
+        "format": "pickle",
+    }
+    truth_path = out / TRUTH_FILE
+    if truth_path.exists():
+        truth = json.loads(truth_path.read_text())
+        same = all(truth.get(k) == v for k, v in want.items())
+        if args.culprit is not None and args.fault == "stuck":
+            same = same and truth.get("culprit") == [args.culprit]
+        if same and len(dump_files(str(out))) == ranks:
+            return out, truth, True
+    culprit = args.culprit if args.culprit is None or args.culprit < ranks else None
+    truth = write_dump_set(
+        out,
+        ranks,
+        entries=args.entries,
+        culprit=culprit,
+        fault=args.fault,
+        seed=args.seed,
+    )
+    return out, truth, False
+
+
+def warm_page_cache(files: list[str]) -> int:
+    """Read every file once so all tools are timed against a warm page cache."""
+    total = 0
+    for path in files:
+        with open(path, "rb", buffering=0) as f:
+            while chunk := f.read(1 << 22):
+                total += len(chunk)
+    return total
+
+
+def _named(culprit: list[int], named: list[int]) -> str:
+    if not culprit:
+        return "yes (none)" if not named else f"no (named {len(named)})"
+    if any(c in named for c in culprit):
+        others = len(set(named) - set(culprit))
+        return "yes" if not others else f"yes (+{others} others)"
+    return "no"
+
+
+def bench_floor(dump_dir: Path, procs: int, timeout_s: float) -> RunResult:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.floor",
+        str(dump_dir),
+        "--procs",
+        str(procs),
+    ]
+    return run_measured(
+        cmd, cwd=str(flightdeck.REPO_ROOT), env=_env(), timeout_s=timeout_s
+    )
+
+
+def bench_flightdeck(
+    dump_dir: Path, truth: dict, timeout_s: float
+) -> tuple[RunResult, flightdeck.Verdict, str]:
+    run = run_measured(
+        flightdeck.command(str(dump_dir)),
+        cwd=str(flightdeck.REPO_ROOT),
+        env=_env(),
+        timeout_s=timeout_s,
+    )
+    verdict = flightdeck.read_verdict(run)
+    named = _named(truth["culprit"], verdict.suspect_ranks) if verdict.ok else "error"
+    return run, verdict, named
+
+
+def bench_frtrace(
+    dump_dir: Path,
+    ranks: int,
+    dump_bytes: int,
+    truth: dict,
+    ratios: list[float],
+    args: argparse.Namespace,
+) -> dict:
+    """Run fr_trace under the memory guard, or explain why it was skipped."""
+    limit = int(args.frtrace_mem_limit_gb * GB)
+    avail = _mem_available()
+    if avail:
+        limit = min(limit, int(avail * 0.9))
+    predicted = frtrace.predict_peak_rss(dump_bytes, ratios)
+    basis = (
+        f"{max(ratios):.1f}x dump size as measured here"
+        if ratios
+        else "default 12x dump size"
+    )
+    if ranks > args.skip_frtrace_above or predicted > limit:
+        why = (
+            f"> --skip-frtrace-above {args.skip_frtrace_above}"
+            if ranks > args.skip_frtrace_above
+            else "guard"
+        )
+        note = f"skipped ({why}; predicted peak {predicted / GB:.0f} GB from {basis}, limit {limit / GB:.0f} GB)"
+        return {
+            "frtrace_s_note": "skipped",
+            "frtrace_named": "-",
+            "frtrace_detail": note,
+        }
+    run = run_measured(
+        frtrace.command(str(dump_dir)),
+        cwd=str(flightdeck.REPO_ROOT),
+        env=_env(),
+        timeout_s=args.frtrace_timeout,
+        rss_limit=limit,
+    )
+    log = run.stdout + run.stderr
+    named = frtrace.named_ranks(log)
+    detail = [f"rc {run.rc}"]
+    if run.killed:
+        detail.append(f"killed: {run.killed}")
+    if frtrace.aborted(log):
+        detail.append("aborted after too many mismatches")
+    detail.append(f"named ranks {named[:10]}{' ...' if len(named) > 10 else ''}")
+    if run.rc not in (0, None) and not run.killed:
+        detail.append("last line: " + (log.strip().splitlines() or [""])[-1][:200])
+    row = {
+        "frtrace_s": run.wall_s,
+        "frtrace_rss_gb": run.peak_rss / GB,
+        "frtrace_named": _named(truth["culprit"], named)
+        if not run.killed
+        else "killed",
+        "frtrace_detail": "; ".join(detail),
+    }
+    if not run.killed:
+        ratios.append(run.peak_rss / max(dump_bytes, 1))
+    return row
+
+
+def _mem_available() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def bench_size(ranks: int, args: argparse.Namespace, ratios: list[float]) -> dict:
+    """All measurements for one world size."""
+    root = Path(args.dir)
+    _log(f"{ranks} ranks: preparing dump set")
+    dump_dir, truth, cached = ensure_set(root, ranks, args)
+    files = dump_files(str(dump_dir))
+    dump_bytes = warm_page_cache(files)
+    row: dict = {
+        "ranks": ranks,
+        "entries": args.entries,
+        "culprit": truth["culprit"],
+        "dump_gb": dump_bytes / GB,
+        "gen_note": "reused cached set"
+        if cached
+        else f"generated in {truth['generate_s']:.1f}s",
+    }
+    _log(f"{ranks} ranks: {row['gen_note']}, {dump_bytes / GB:.2f} GB")
+    for procs in (1, 2):
+        run = bench_floor(dump_dir, procs, args.timeout)
+        key = f"floor_{procs}p"
+        if run.rc == 0:
+            row[f"{key}_s"] = run.wall_s
+            row[f"{key}_rss_gb"] = run.peak_rss / GB
+        else:
+            row[f"{key}_s_note"] = f"failed rc {run.rc}"
+        _log(
+            f"{ranks} ranks: floor {procs}p {run.wall_s:.1f}s, peak RSS {run.peak_rss / GB:.2f} GB"
+        )
+    if not args.no_frtrace:
+        row.update(bench_frtrace(dump_dir, ranks, dump_bytes, truth, ratios, args))
+        _log(
+            f"{ranks} ranks: fr_trace {row.get('frtrace_s') or '-'}s: {row['frtrace_detail']}"
+        )
+    for attempt, prefix in ((1, "fd"), (2, "fd2")):
+        run, verdict, named = bench_flightdeck(dump_dir, truth, args.timeout)
+        if verdict.ok:
+            row[f"{prefix}_s"] = run.wall_s
+        else:
+            row[f"{prefix}_s_note"] = "error"
+        if attempt == 1:
+            row["fd_rss_gb"] = run.peak_rss / GB
+            row["fd_named"] = named
+            row["fd_class"] = verdict.failure_class
+            row["fd_suspects"] = verdict.suspect_ranks[:20]
+            row["fd_error"] = verdict.error
+            if verdict.ok and row.get("floor_2p_s"):
+                row["fd_ratio"] = run.wall_s / row["floor_2p_s"]
+        _log(
+            f"{ranks} ranks: Flight Deck run {attempt}: {run.wall_s:.1f}s, {verdict.error or named}"
+        )
+    return row
+
+
+def _meta(args: argparse.Namespace) -> dict:
+    import torch
+
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "cpus": os.cpu_count(),
+        "memory_gb": round(
+            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GB, 1
+        ),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "entries_per_rank": args.entries,
+        "fault": args.fault,
+        "page_cache": "warm (every file read once before timing)",
+        "frtrace_cmd": " ".join(frtrace.command("DIR", python="python")),
+        "flightdeck_cmd": " ".join(flightdeck.command("DIR", python="python")),
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--sizes", default="256,1024,4096,16384", help="comma-separated world sizes"
+    )
+    ap.add_argument(
+        "--entries", type=int, default=2000, help="entries per rank (ring buffer size)"
+    )
+    ap.add_argument(
+        "--dir",
+        default="/tmp/fd-bench",
+        help="where dump sets are cached and results written",
+    )
+    ap.add_argument(
+        "--skip-frtrace-above",
+        type=int,
+        default=4096,
+        help="do not run fr_trace above this size",
+    )
+    ap.add_argument(
+        "--frtrace-mem-limit-gb",
+        type=float,
+        default=20.0,
+        help="memory guard for fr_trace",
+    )
+    ap.add_argument("--frtrace-timeout", type=float, default=3600.0)
+    ap.add_argument("--no-frtrace", action="store_true")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        help="per-run limit for the floor and Flight Deck",
+    )
+    ap.add_argument("--fault", choices=("stuck", "none"), default="stuck")
+    ap.add_argument(
+        "--culprit",
+        type=int,
+        default=None,
+        help="culprit rank (default: chosen by --seed)",
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    rows: list[dict] = []
+    ratios: list[float] = []  # fr_trace peak RSS / dump bytes, for the memory guard
+    meta = _meta(args)
+    for ranks in sizes:
+        rows.append(bench_size(ranks, args, ratios))
+        report.write(Path(args.dir), rows, meta)
+    print(report.text_table(rows))
+    for line in report.notes(rows):
+        print("  " + line)
+    js, md = report.write(Path(args.dir), rows, meta)
+    print(f"\nwrote {js} and {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
