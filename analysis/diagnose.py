@@ -1,0 +1,400 @@
+"""From loaded dumps to a Report: groups -> progress -> mismatches -> wait graph -> verdict."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import schema as s
+from .groups import GroupIndex, ProcessGroup, build_groups
+from .load import DumpSet
+from .mismatch import Mismatch, find_mismatches
+from .progress import Progress, collective_rows, compute_progress
+from .report import Report, Wavefront
+from .waitfor import (
+    BEHIND,
+    NO_DUMP,
+    NO_RECORD,
+    NOT_ISSUED,
+    P2P_UNMATCHED,
+    WaitGraph,
+    build_wait_graph,
+    reaches,
+    root_components,
+)
+
+_CLASS_PRIORITY = ("desync", "size_mismatch", "dtype_mismatch", "missing_dump", "missing_participant", "p2p_unmatched", "stalled_in_flight")
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Intermediate results, kept for views (dashboard, grid) that need more than the verdict."""
+
+    dumps: DumpSet
+    groups: GroupIndex
+    progress: dict[tuple[str, int], Progress]
+    cells: pd.DataFrame
+    mismatches: list[Mismatch]
+    graph: WaitGraph
+    missing_dumps: list[int]
+
+
+def _estimate_world(index: GroupIndex, have_dump: set[int]) -> int:
+    """World size: the highest rank seen, or what a partition of the world into
+    same-description groups implies (gloo dumps name no members of absent ranks)."""
+    world = max(have_dump, default=-1) + 1
+    by_desc: dict[str, list[ProcessGroup]] = defaultdict(list)
+    for g in index.groups.values():
+        world = max(world, max(g.ranks, default=-1) + 1)
+        if g.desc:
+            by_desc[g.desc].append(g)
+    for groups in by_desc.values():
+        sizes = Counter(len(g.ranks) for g in groups)
+        modal, _ = sizes.most_common(1)[0]
+        members = [r for g in groups for r in g.ranks]
+        if len(groups) > 1 and len(set(members)) == len(members):
+            world = max(world, modal * len(groups))
+    return world
+
+
+def _complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int]) -> None:
+    """Give inferred groups the members that had no dump, where that is unambiguous."""
+    absent = [r for r in range(world) if r not in have_dump]
+    for g in index.groups.values():
+        if g.membership_source != "inferred":
+            continue
+        if g.desc == "default_pg" or g.name == "0":
+            g.ranks = tuple(range(world))
+    if not absent:
+        return
+    by_desc: dict[str, list[ProcessGroup]] = defaultdict(list)
+    for g in index.groups.values():
+        if g.membership_source == "inferred" and g.desc and g.desc != "default_pg":
+            by_desc[g.desc].append(g)
+    for groups in by_desc.values():
+        modal = Counter(len(g.ranks) for g in groups).most_common(1)[0][0]
+        short = [g for g in groups if len(g.ranks) < modal]
+        taken = {r for g in groups for r in g.ranks}
+        free = [r for r in absent if r not in taken]
+        if len(short) == 1 and len(free) == modal - len(short[0].ranks):
+            short[0].ranks = tuple(sorted((*short[0].ranks, *free)))
+
+
+def _cells(dumps: DumpSet, rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (group, seq, rank): coalesced entries folded into one signature."""
+    e = dumps.entries
+    cols = [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE, s.STATE, s.T_CREATED, s.STACK_ID]
+    picked = e.loc[rows["row"].to_numpy(), cols].reset_index(drop=True)
+    cells = pd.concat([rows.reset_index(drop=True), picked], axis=1)
+    cells = cells.loc[cells[s.OP].astype(str) != "coalesced"]
+    dup = cells.duplicated([s.PG_KEY, s.SEQ, s.RANK], keep=False)
+    if dup.any():
+        folded = (
+            cells.loc[dup]
+            .astype({s.OP: str, s.INPUT_SIZES: str, s.INPUT_DTYPES: str, s.CALL_SITE: str})
+            .groupby([s.PG_KEY, s.SEQ, s.RANK], sort=False)
+            .agg(
+                {
+                    "done": "all",
+                    "row": "first",
+                    s.OP: "+".join,
+                    s.INPUT_SIZES: "+".join,
+                    s.INPUT_DTYPES: "+".join,
+                    s.CALL_SITE: "first",
+                    s.STATE: "first",
+                    s.T_CREATED: "first",
+                    s.STACK_ID: "first",
+                }
+            )
+            .reset_index()
+        )
+        cells = pd.concat([cells.loc[~dup], folded], ignore_index=True)
+    return cells.reset_index(drop=True)
+
+
+def _p2p_pending(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
+    e = dumps.entries
+    mask = e[s.IS_P2P].fillna(False).astype(bool) & ~(
+        (e[s.STATE].astype(str) == "completed") | e[s.RETIRED].fillna(False).astype(bool)
+    )
+    p = e.loc[mask, [s.RANK, s.PG_NAME, s.OP, s.PEER_SRC, s.PEER_DST, s.P2P_SEQ]].copy()
+    p[s.PG_KEY] = [index.key_of.get((int(r), str(n)), str(n)) for r, n in zip(p[s.RANK], p[s.PG_NAME])]
+    return p
+
+
+def run_analysis(dumps: DumpSet) -> Analysis:
+    """Everything up to (not including) the verdict."""
+    index = build_groups(dumps)
+    have_dump = set(dumps.ranks)
+    world = _estimate_world(index, have_dump)
+    _complete_inferred_groups(index, world, have_dump)
+    expected = {r for g in index.groups.values() for r in g.ranks} | set(range(world))
+    failed_ranks = set()
+    missing = sorted(r for r in expected if r not in have_dump)
+    del failed_ranks
+    rows = collective_rows(dumps, index)
+    progress = compute_progress(dumps, index, rows)
+    cells = _cells(dumps, rows)
+    desc_of = {k: g.desc for k, g in index.groups.items()}
+    mismatches = find_mismatches(cells, desc_of)
+    pending = cells.loc[~cells["done"]]
+    pending_ops = {(k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)}
+    graph = build_wait_graph(index, progress, have_dump, pending_ops, _p2p_pending(dumps, index))
+    return Analysis(dumps, index, progress, cells, mismatches, graph, missing)
+
+
+def _group_label(g: ProcessGroup) -> str:
+    ranks = list(g.ranks)
+    shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+    return f"group {g.name} ({g.desc or 'no description'}, ranks [{shown}])"
+
+
+def _cell_detail(a: Analysis, key: str, seq: int, rank: int) -> str:
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank)]
+    if hit.empty:
+        return ""
+    row = hit.iloc[0]
+    site = row[s.CALL_SITE]
+    where = f", called from {site}" if isinstance(site, str) and site else ""
+    return f"{row[s.OP]} {row[s.INPUT_SIZES]} {row[s.INPUT_DTYPES]}{where}"
+
+
+def _mismatch_evidence(a: Analysis, m: Mismatch) -> str:
+    g = a.groups.groups[m.pg_key]
+    what = {s.OP: "op", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call site"}[m.attribute]
+    found = "; ".join(f"rank {r}: {v}" for r, v in list(m.found.items())[:8])
+    basis = "the sibling groups with the same description" if m.decided_by == "siblings" else "the majority of the group"
+    return (
+        f"At seq {m.seq} of {_group_label(g)} the {what} differ: {found}, "
+        f"while {basis} issued {m.expected}."
+    )
+
+
+def _summarize_progress(a: Analysis) -> list[dict[str, Any]]:
+    out = []
+    for g in a.groups.by_relevance():
+        enq = {r: p.enqueued for r in g.ranks if (p := a.progress.get((g.key, r))) and p.known}
+        done = {r: p.completed for r in g.ranks if (p := a.progress.get((g.key, r))) and p.completed is not None}
+        top = max(enq.values(), default=None)
+        lagging = sorted(r for r, v in enq.items() if top is not None and v < top)
+        out.append(
+            {
+                "pg_name": g.name,
+                "pg_desc": g.desc,
+                "ranks": list(g.ranks),
+                "size": len(g.ranks),
+                "membership": g.membership_source,
+                "enqueued_min": min(enq.values(), default=None),
+                "enqueued_max": top,
+                "completed_min": min(done.values(), default=None),
+                "completed_max": max(done.values(), default=None),
+                "lagging_ranks": lagging,
+                "ranks_without_dump": [r for r in g.ranks if r in set(a.missing_dumps)],
+            }
+        )
+    return out
+
+
+def verdict(a: Analysis) -> Report:
+    """Decide suspects, class, wavefront and evidence from the analysis."""
+    graph = a.graph
+    evidence: list[str] = []
+    suspect_class: dict[int, str] = {}
+    wave: tuple[str, int | None, str | None] | None = None
+
+    # 1. Mismatches: the earliest divergence point in each group explains what follows.
+    mism = sorted(a.mismatches, key=lambda m: (_CLASS_PRIORITY.index(m.failure_class), m.seq))
+    first_per_group: dict[str, Mismatch] = {}
+    for m in sorted(a.mismatches, key=lambda m: m.seq):
+        first_per_group.setdefault(m.pg_key, m)
+    decisive = [m for m in first_per_group.values() if m.expected != "no majority"]
+    for m in sorted(decisive, key=lambda m: (_CLASS_PRIORITY.index(m.failure_class), m.seq)):
+        evidence.append(_mismatch_evidence(a, m))
+        for r in m.odd_ranks:
+            suspect_class.setdefault(r, m.failure_class)
+        if wave is None:
+            op = a.cells.loc[(a.cells[s.PG_KEY] == m.pg_key) & (a.cells[s.SEQ] == m.seq), s.OP]
+            wave = (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None)
+    for m in mism:
+        if m.expected == "no majority" and m.pg_key not in {d.pg_key for d in decisive}:
+            evidence.append(_mismatch_evidence(a, m).replace("while the majority of the group issued no majority.", "and no majority or sibling group decides which is right."))
+    mismatch_groups = {m.pg_key for m in decisive}
+    mismatch_members = {r for k in mismatch_groups for r in a.groups.groups[k].ranks}
+
+    # 2. The hang: roots of the wait-for graph.
+    roots = root_components(graph)
+    out = graph.out_edges()
+    into: dict[int, list] = defaultdict(list)
+    for e in graph.edges:
+        into[e.blocker].append(e)
+    hang_ranks: set[int] = set()
+    unresolved_cycle = False
+    for comp in roots:
+        if suspect_class and all(r in mismatch_members for r in comp):
+            continue  # a consequence of the desync found above
+        if len(comp) > 1:
+            unresolved_cycle = True
+        for r in comp:
+            hang_ranks.add(r)
+            incoming = [e for e in into.get(r, []) if e.waiter not in comp] or into.get(r, [])
+            if r in graph.stragglers:
+                b = graph.stragglers[r]
+                g = a.groups.groups[b.pg_key]
+                suspect_class.setdefault(r, "stalled_in_flight")
+                peers = [p for p in g.ranks if p != r and (pp := a.progress.get((g.key, p))) and pp.completed is not None and pp.completed >= b.seq]
+                evidence.append(
+                    f"Rank {r} is stuck at seq {b.seq} ({b.op or 'collective'}) of {_group_label(g)}, which "
+                    f"{_ranks_text(peers)} already completed: the collective is not progressing on rank {r} "
+                    f"itself (its GPU, driver or network path)."
+                )
+                if wave is None:
+                    wave = (g.key, b.seq, b.op)
+            elif incoming:
+                reasons = Counter(e.reason for e in incoming)
+                e0 = min(incoming, key=lambda e: (e.reason != NOT_ISSUED, e.seq))
+                g = a.groups.groups.get(e0.pg_key)
+                waiters = sorted({e.waiter for e in incoming if e.pg_key == e0.pg_key and e.seq == e0.seq})
+                if reasons.get(NO_DUMP):
+                    cls = "missing_dump"
+                    text = f"Rank {r} wrote no dump (process died or the file is lost); {_ranks_text(waiters)} wait for it at seq {e0.seq} ({e0.op or 'op'}) of {_group_label(g)}."
+                elif reasons.get(P2P_UNMATCHED) and not reasons.get(NOT_ISSUED):
+                    cls = "p2p_unmatched"
+                    text = f"Rank {r} never posted the {('recv' if e0.op == 'send' else 'send')} matching {_ranks_text(waiters)}'s pending {e0.op} in {_group_label(g)} (p2p seq {e0.seq})."
+                elif reasons.get(NO_RECORD) and not reasons.get(NOT_ISSUED):
+                    cls = "missing_participant"
+                    text = f"Rank {r} has no record of {_group_label(g)} while {_ranks_text(waiters)} wait at seq {e0.seq} ({e0.op or 'op'})."
+                else:
+                    cls = "missing_participant"
+                    p = a.progress.get((e0.pg_key, r))
+                    last = f"its last was seq {p.enqueued}" if p and p.enqueued is not None and p.enqueued >= 0 else "it issued none in the window"
+                    detail = _cell_detail(a, e0.pg_key, e0.seq, waiters[0]) if waiters else ""
+                    text = (
+                        f"Rank {r} never issued seq {e0.seq} of {_group_label(g)} ({last}); "
+                        f"{_ranks_text(waiters)} issued it and wait{'s' if len(waiters) == 1 else ''}"
+                        + (f" ({detail})" if detail else "")
+                        + "."
+                    )
+                    own = [b for b in graph.blocked if b.rank == r]
+                    if not own:
+                        text += f" Rank {r} itself waits on no collective: it is stuck before issuing (CPU side: compute, data loading, a lock) or diverged."
+                suspect_class.setdefault(r, cls)
+                evidence.append(text)
+                if wave is None or (not a.mismatches and len(waiters) > 0 and wave[1] is None):
+                    wave = (e0.pg_key, e0.seq, e0.op)
+        if len(comp) > 1:
+            evidence.append(f"Ranks {', '.join(map(str, comp))} wait on each other in a cycle; the dumps do not say which one diverged first.")
+
+    # 3. Everyone issued it, nobody finished: stalled in flight.
+    if not suspect_class and graph.stalled:
+        (key, q), ranks = max(graph.stalled.items(), key=lambda kv: len(kv[1]))
+        g = a.groups.groups[key]
+        op = next((b.op for b in graph.blocked if b.pg_key == key and b.seq == q), None)
+        wave = (key, q, op)
+        evidence.append(
+            f"Every member of {_group_label(g)} issued seq {q} ({op or 'collective'}) and none completed it: "
+            f"the collective is stuck in flight (GPU, NCCL or network), with no rank behind on the CPU side."
+        )
+
+    for r in a.missing_dumps:
+        if r not in suspect_class:
+            suspect_class[r] = "missing_dump"
+            evidence.append(f"Rank {r} is a member of the job's groups but wrote no dump.")
+
+    suspects = sorted(suspect_class)
+    victims = sorted(reaches(graph, set(suspects)) | {b.rank for b in graph.blocked} - set(suspects))
+    classes = Counter(suspect_class.values())
+    if suspects:
+        failure_class = min(classes, key=lambda c: (_CLASS_PRIORITY.index(c), -classes[c]))
+    elif graph.stalled:
+        failure_class = "stalled_in_flight"
+    else:
+        failure_class = "healthy"
+    hang = bool(graph.edges or graph.stragglers or graph.stalled or a.missing_dumps)
+    if failure_class == "healthy":
+        verdict_word = "healthy"
+    elif hang:
+        verdict_word = "hang"
+    else:
+        verdict_word = "mismatch"
+    isolated = bool(suspects) and not unresolved_cycle and len(suspects) < max(len(a.dumps.ranks), 1)
+    attribution = "CONTINUE" if isolated else "STOP"
+
+    wavefront = None
+    if wave is not None:
+        g = a.groups.groups.get(wave[0])
+        if g is not None:
+            wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, wave[1], wave[2])
+    if victims:
+        evidence.append(f"{len(victims)} rank(s) are blocked waiting, directly or through others: {_ranks_text(victims, 24)}.")
+    summary = _summary(verdict_word, failure_class, suspects, wavefront, len(victims))
+    return Report(
+        verdict=verdict_word,
+        failure_class=failure_class,
+        suspect_ranks=suspects,
+        victim_ranks=victims,
+        attribution_state=attribution,
+        wavefront=wavefront,
+        summary=summary,
+        evidence=evidence,
+        ranks_loaded=len(a.dumps.ranks),
+        missing_dumps=a.missing_dumps,
+        file_errors=a.dumps.file_errors,
+        process_groups=_summarize_progress(a),
+        suspect_classes=suspect_class,
+        analysis=a,
+    )
+
+
+def _ranks_text(ranks: list[int], limit: int = 8) -> str:
+    if not ranks:
+        return "no rank"
+    word = "rank" if len(ranks) == 1 else "ranks"
+    shown = ", ".join(map(str, ranks[:limit]))
+    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
+    return f"{word} {shown}{more}"
+
+
+_CLASS_WORDS = {
+    "missing_participant": ("never issued a collective its peers wait in", "never issued collectives their peers wait in"),
+    "desync": ("issued a different collective than its peers (CPU-side divergence)", "issued different collectives than their peers (CPU-side divergence)"),
+    "size_mismatch": ("passed a tensor of a different size than its peers", "passed tensors of different sizes than their peers"),
+    "dtype_mismatch": ("passed a tensor of a different dtype than its peers", "passed tensors of different dtypes than their peers"),
+    "p2p_unmatched": ("never posted the matching send/recv", "never posted the matching send/recv"),
+    "stalled_in_flight": ("is stuck inside a collective its peers got through (GPU or network side)", "are stuck inside collectives their peers got through (GPU or network side)"),
+    "missing_dump": ("wrote no dump", "wrote no dumps"),
+}
+
+
+def _summary(verdict_word: str, failure_class: str, suspects: list[int], wave: Wavefront | None, n_victims: int) -> str:
+    if verdict_word == "healthy":
+        return "No hang and no mismatch: every rank completed what it issued, and the ranks agree."
+    where = ""
+    if wave is not None:
+        seq = f" seq {wave.collective_seq_id}" if wave.collective_seq_id is not None else ""
+        where = f" at {wave.op or 'collective'}{seq} of group {wave.pg_name} ({wave.pg_desc or 'no description'})"
+    if not suspects:
+        return f"The job {'hangs' if verdict_word == 'hang' else 'diverged'}{where}, but no single rank can be isolated."
+    who = _ranks_text(suspects, 12).capitalize()
+    one, many = _CLASS_WORDS.get(failure_class, (failure_class, failure_class))
+    words = one if len(suspects) == 1 else many
+    blocked = f"; {n_victims} other rank(s) wait on {'it' if len(suspects) == 1 else 'them'}" if n_victims else ""
+    return f"{who} {words}{where}{blocked}."
+
+
+def analyze_dumps(dumps: DumpSet) -> Report:
+    """Analyze already-loaded dumps."""
+    a = run_analysis(dumps)
+    report = verdict(a)
+    report.tables = {
+        "entries": dumps.entries,
+        "stacks": dumps.stacks,
+        "groups": a.groups.to_frame(),
+        "pg_status": dumps.status,
+        "files": dumps.files,
+    }
+    return report

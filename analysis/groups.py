@@ -1,0 +1,157 @@
+"""Process-group identity across ranks, and each rank's progress in each group.
+
+``pg_id`` is process-local, so groups are joined on their name (a global counter that
+torch assigns identically on every rank) together with their rank list. Membership
+comes from ``pg_config`` where the dump has it; gloo dumps leave it empty, so then it
+is inferred from which ranks have entries (or resolved ``pg_status``) for the name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from . import schema as s
+from .load import DumpSet
+
+_INT = re.compile(r"-?\d+")
+
+
+def parse_ranks(text: str) -> tuple[int, ...]:
+    """``'[0, 1, 2]'`` -> ``(0, 1, 2)``: a plain scan, never eval."""
+    return tuple(int(x) for x in _INT.findall(text or ""))
+
+
+@dataclass(slots=True)
+class ProcessGroup:
+    """One process group of the job, the same object for every member rank."""
+
+    key: str
+    name: str
+    desc: str
+    ranks: tuple[int, ...]
+    """Member global ranks in group-rank order (sorted when inferred)."""
+    membership_source: str
+    """``pg_config`` when the dumps list the members, ``inferred`` otherwise."""
+    has_p2p: bool = False
+
+    def local_to_global(self, local: int) -> int | None:
+        return self.ranks[local] if 0 <= local < len(self.ranks) else None
+
+
+@dataclass(slots=True)
+class GroupIndex:
+    """All process groups, and how each rank's local names and ids map onto them."""
+
+    groups: dict[str, ProcessGroup] = field(default_factory=dict)
+    key_of: dict[tuple[int, str], str] = field(default_factory=dict)
+    """(rank, pg_name) -> group key."""
+    status_key_of: dict[tuple[int, str], str] = field(default_factory=dict)
+    """(rank, pg_id as written in pg_status) -> group key, where it could be resolved."""
+
+    def by_relevance(self) -> list[ProcessGroup]:
+        return sorted(self.groups.values(), key=lambda g: (-len(g.ranks), g.name))
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                s.PG_KEY: [g.key for g in self.groups.values()],
+                s.PG_NAME: [g.name for g in self.groups.values()],
+                s.PG_DESC: [g.desc for g in self.groups.values()],
+                s.RANKS: [list(g.ranks) for g in self.groups.values()],
+                "size": [len(g.ranks) for g in self.groups.values()],
+                "membership_source": [g.membership_source for g in self.groups.values()],
+                "has_p2p": [g.has_p2p for g in self.groups.values()],
+            }
+        )
+
+
+def _config_groups(configs: pd.DataFrame) -> tuple[dict[str, ProcessGroup], dict[tuple[int, str], str]]:
+    """Groups as pg_config lists them; a name written with two rank lists becomes two groups."""
+    groups: dict[str, ProcessGroup] = {}
+    key_of: dict[tuple[int, str], str] = {}
+    if configs.empty:
+        return groups, key_of
+    distinct = configs.drop_duplicates([s.PG_NAME, s.RANKS])
+    variants = Counter(distinct[s.PG_NAME])
+    parsed: dict[str, tuple[int, ...]] = {}
+    for name, desc, ranks_text in distinct[[s.PG_NAME, s.PG_DESC, s.RANKS]].itertuples(index=False):
+        ranks = parsed.setdefault(ranks_text, parse_ranks(ranks_text))
+        key = name if variants[name] == 1 else f"{name}:{','.join(map(str, ranks))}"
+        if key not in groups:
+            groups[key] = ProcessGroup(key, name, desc, ranks, "pg_config")
+    for rank, name, ranks_text in configs[[s.RANK, s.PG_NAME, s.RANKS]].itertuples(index=False):
+        ranks = parsed[ranks_text]
+        key = name if variants[name] == 1 else f"{name}:{','.join(map(str, ranks))}"
+        key_of[(int(rank), name)] = key
+    return groups, key_of
+
+
+def build_groups(dumps: DumpSet) -> GroupIndex:
+    """Identify every process group and map each rank's names and pg_ids onto it."""
+    index = GroupIndex()
+    index.groups, index.key_of = _config_groups(dumps.configs)
+    entries = dumps.entries
+
+    # Names seen in entries: (rank, name, desc, pg_id), a few rows per rank.
+    seen = entries[[s.RANK, s.PG_NAME, s.PG_DESC, s.PG_ID]].drop_duplicates()
+    p2p_names = set(entries.loc[entries[s.IS_P2P].fillna(False).astype(bool), s.PG_NAME].astype(str).unique())
+    inferred: dict[str, set[int]] = defaultdict(set)
+    desc_of: dict[str, str] = {}
+    id_to_name: dict[tuple[int, str], str] = {}
+    for rank, name, desc, pg_id in seen.itertuples(index=False):
+        rank, name = int(rank), str(name)
+        id_to_name[(rank, str(pg_id))] = name
+        desc_of.setdefault(name, str(desc))
+        if (rank, name) not in index.key_of:
+            by_name = [g for g in index.groups.values() if g.name == name and rank in g.ranks]
+            if len(by_name) == 1:
+                index.key_of[(rank, name)] = by_name[0].key
+            else:
+                inferred[name].add(rank)
+
+    # pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
+    # else through ranks with the same pg_id layout (Megatron-style SPMD creation order).
+    status = dumps.status
+    layout: dict[int, frozenset[str]] = {
+        int(r): frozenset(map(str, ids)) for r, ids in status.groupby(s.RANK, observed=True)[s.PG_ID]
+    } if not status.empty else {}
+    donor_desc: dict[tuple[frozenset[str], str], Counter] = defaultdict(Counter)
+    for (rank, pg_id), name in id_to_name.items():
+        if rank in layout:
+            donor_desc[(layout[rank], pg_id)][desc_of.get(name, "")] += 1
+    groups_with_desc: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for g in index.groups.values():
+        for r in g.ranks:
+            groups_with_desc[(r, g.desc)].append(g.key)
+    for rank, pg_id in status[[s.RANK, s.PG_ID]].itertuples(index=False):
+        rank, pg_id = int(rank), str(pg_id)
+        name = id_to_name.get((rank, pg_id))
+        if name is not None:
+            key = index.key_of.get((rank, name))
+            if key is None and name in inferred:
+                key = name
+            if key is not None:
+                index.status_key_of[(rank, pg_id)] = key
+            continue
+        votes = donor_desc.get((layout.get(rank, frozenset()), pg_id))
+        if votes and len(votes) == 1:
+            (desc,) = votes
+            candidates = groups_with_desc.get((rank, desc), [])
+            if len(candidates) == 1:
+                index.status_key_of[(rank, pg_id)] = candidates[0]
+
+    for name, ranks in inferred.items():
+        if name in index.groups:  # config lists the name but not these ranks: keep the config
+            for r in ranks:
+                index.key_of.setdefault((r, name), name)
+            continue
+        index.groups[name] = ProcessGroup(name, name, desc_of.get(name, ""), tuple(sorted(ranks)), "inferred")
+        for r in ranks:
+            index.key_of[(r, name)] = name
+    for g in index.groups.values():
+        g.has_p2p = g.name in p2p_names
+    return index
