@@ -1,0 +1,104 @@
+"""Drill-down queries behind the dashboard: one rank's entry, its stack, who was where."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from . import schema as s
+from .diagnose import Analysis
+
+
+def entry_at(a: Analysis, pg_key: str, rank: int, seq: int) -> dict[str, Any] | None:
+    """All fields of ``rank``'s collective entry at ``seq`` of ``pg_key`` (None if not in its buffer)."""
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.RANK] == rank) & (c[s.SEQ] == seq)]
+    if hit.empty:
+        return None
+    row = a.dumps.entries.loc[int(hit.iloc[0]["row"])]
+    return {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+
+
+def stack_frames(a: Analysis, stack_id: int | None) -> list[str]:
+    """The frames of a stack, innermost first, as ``file:line in function`` lines."""
+    if stack_id is None:
+        return []
+    st = a.dumps.stacks
+    hit = st.loc[st[s.STACK_ID] == stack_id, s.FRAMES]
+    return hit.iloc[0].split("\n") if not hit.empty and hit.iloc[0] else []
+
+
+def stacks_at(a: Analysis, pg_key: str, seq: int) -> list[tuple[int | None, list[int]]]:
+    """Ranks grouped by identical stack at (group, seq), the largest group first."""
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq), [s.RANK, s.STACK_ID]]
+    groups: dict[int | None, list[int]] = {}
+    for rank, sid in hit.itertuples(index=False):
+        groups.setdefault(None if pd.isna(sid) else int(sid), []).append(int(rank))
+    return sorted(((sid, sorted(r)) for sid, r in groups.items()), key=lambda kv: -len(kv[1]))
+
+
+def majority_stack(a: Analysis, pg_key: str, seq: int) -> int | None:
+    """The stack most ranks of the group had at ``seq``."""
+    groups = stacks_at(a, pg_key, seq)
+    return groups[0][0] if groups else None
+
+
+def stack_diff(mine: list[str], majority: list[str]) -> list[tuple[str, str]]:
+    """Line-by-line comparison, outermost frame first: ('same'|'mine'|'majority', line)."""
+    import difflib
+
+    a, b = list(reversed(majority)), list(reversed(mine))
+    out: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += [("same", x) for x in a[i1:i2]]
+        else:
+            out += [("majority", x) for x in a[i1:i2]]
+            out += [("mine", x) for x in b[j1:j2]]
+    return out
+
+
+def last_entries(a: Analysis, rank: int, n: int = 20) -> pd.DataFrame:
+    """The rank's newest entries across all groups, newest first."""
+    e = a.dumps.entries
+    mine = e.loc[e[s.RANK] == rank]
+    cols = [s.RECORD_ID, s.PG_NAME, s.PG_DESC, s.SEQ, s.P2P_SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.STATE, s.RETIRED, s.T_CREATED, s.CALL_SITE]
+    return mine.sort_values(s.RECORD_ID, ascending=False).head(n)[cols].reset_index(drop=True)
+
+
+def arrivals(a: Analysis, pg_key: str, seq: int) -> pd.DataFrame:
+    """When each member issued (group, seq): who came late and who never came."""
+    group = a.groups.groups[pg_key]
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq), [s.RANK, s.T_CREATED]]
+    created = {int(r): (None if pd.isna(t) else int(t)) for r, t in hit.itertuples(index=False)}
+    times = [t for t in created.values() if t is not None]
+    first = min(times) if times else None
+    rows = []
+    for r in group.ranks:
+        t = created.get(r)
+        rows.append(
+            {
+                s.RANK: r,
+                "issued": r in created,
+                "time_created_ns": t,
+                "delay_ms": None if t is None or first is None else (t - first) / 1e6,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def relevance_order(a: Analysis, report_wave_key: str | None) -> list[str]:
+    """Group keys: the wavefront group first, then groups with problems, then the rest."""
+    trouble: Counter = Counter()
+    for e in a.graph.edges:
+        trouble[e.pg_key] += 1
+    for m in a.mismatches:
+        trouble[m.pg_key] += 100
+    for b in a.graph.stragglers.values():
+        trouble[b.pg_key] += 10
+    keys = list(a.groups.groups)
+    return sorted(keys, key=lambda k: (k != report_wave_key, -trouble[k], -len(a.groups.groups[k].ranks), k))
