@@ -126,7 +126,7 @@ def bench_frtrace(
     ranks: int,
     dump_bytes: int,
     truth: dict,
-    ratios: list[float],
+    seen: list[tuple[int, int]],
     args: argparse.Namespace,
 ) -> dict:
     """Run fr_trace under the memory guard, or explain why it was skipped."""
@@ -134,12 +134,8 @@ def bench_frtrace(
     avail = _mem_available()
     if avail:
         limit = min(limit, int(avail * 0.9))
-    predicted = frtrace.predict_peak_rss(dump_bytes, ratios)
-    basis = (
-        f"{max(ratios):.1f}x dump size as measured here"
-        if ratios
-        else "default 12x dump size"
-    )
+    predicted = frtrace.predict_peak_rss(dump_bytes, seen)
+    basis = f"{len(seen)} smaller run(s) here" if seen else "a default 12x dump size"
     if ranks > args.skip_frtrace_above or predicted > limit:
         why = (
             f"> --skip-frtrace-above {args.skip_frtrace_above}"
@@ -178,8 +174,17 @@ def bench_frtrace(
         "frtrace_detail": "; ".join(detail),
     }
     if not run.killed:
-        ratios.append(run.peak_rss / max(dump_bytes, 1))
+        seen.append((dump_bytes, run.peak_rss))
     return row
+
+
+def _loadavg() -> float | None:
+    """1-minute load average: timings on a busy machine are not comparable."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError):
+        return None
 
 
 def _mem_available() -> int:
@@ -193,7 +198,9 @@ def _mem_available() -> int:
     return 0
 
 
-def bench_size(ranks: int, args: argparse.Namespace, ratios: list[float]) -> dict:
+def bench_size(
+    ranks: int, args: argparse.Namespace, seen: list[tuple[int, int]]
+) -> dict:
     """All measurements for one world size."""
     root = Path(args.dir)
     _log(f"{ranks} ranks: preparing dump set")
@@ -222,7 +229,7 @@ def bench_size(ranks: int, args: argparse.Namespace, ratios: list[float]) -> dic
             f"{ranks} ranks: floor {procs}p {run.wall_s:.1f}s, peak RSS {run.peak_rss / GB:.2f} GB"
         )
     if not args.no_frtrace:
-        row.update(bench_frtrace(dump_dir, ranks, dump_bytes, truth, ratios, args))
+        row.update(bench_frtrace(dump_dir, ranks, dump_bytes, truth, seen, args))
         _log(
             f"{ranks} ranks: fr_trace {row.get('frtrace_s') or '-'}s: {row['frtrace_detail']}"
         )
@@ -315,10 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     rows: list[dict] = []
-    ratios: list[float] = []  # fr_trace peak RSS / dump bytes, for the memory guard
+    seen: list[
+        tuple[int, int]
+    ] = []  # fr_trace (dump bytes, peak RSS), for the memory guard
     meta = _meta(args)
     for ranks in sizes:
-        rows.append(bench_size(ranks, args, ratios))
+        rows.append(bench_size(ranks, args, seen))
         report.write(Path(args.dir), rows, meta)
     print(report.text_table(rows))
     for line in report.notes(rows):

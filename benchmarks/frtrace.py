@@ -47,8 +47,21 @@ def aborted(log: str) -> bool:
 
 
 def predict_peak_rss(
-    dump_bytes: int, ratios: list[float], default_ratio: float = 12.0
+    dump_bytes: int, seen: list[tuple[int, int]], default_ratio: float = 12.0
 ) -> int:
-    """Peak RSS expected for a set of ``dump_bytes``, from RSS/bytes ratios seen at smaller sizes."""
-    ratio = max(ratios) if ratios else default_ratio
-    return int(dump_bytes * ratio)
+    """Peak RSS expected for ``dump_bytes`` of dumps, from (dump bytes, peak RSS) runs at smaller sizes.
+
+    With two or more runs, extrapolate the line through the two largest (it
+    separates the fixed interpreter + torch import cost from the per-byte cost);
+    with one, scale its RSS/bytes ratio; with none, assume ``default_ratio``.
+    """
+    points = sorted(seen)
+    if len(points) >= 2:
+        (b1, r1), (b2, r2) = points[-2], points[-1]
+        if b2 > b1:
+            slope = max((r2 - r1) / (b2 - b1), 0.0)
+            return int(r2 + slope * (dump_bytes - b2))
+    if points:
+        b, r = points[-1]
+        return int(dump_bytes * r / max(b, 1))
+    return int(dump_bytes * default_ratio)
