@@ -6,7 +6,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from . import schema as s
@@ -16,7 +15,6 @@ from .mismatch import Mismatch, find_mismatches
 from .progress import Progress, collective_rows, compute_progress
 from .report import Report, Wavefront
 from .waitfor import (
-    BEHIND,
     NO_DUMP,
     NO_RECORD,
     NOT_ISSUED,
@@ -27,7 +25,15 @@ from .waitfor import (
     root_components,
 )
 
-_CLASS_PRIORITY = ("desync", "size_mismatch", "dtype_mismatch", "missing_dump", "missing_participant", "p2p_unmatched", "stalled_in_flight")
+_CLASS_PRIORITY = (
+    "desync",
+    "size_mismatch",
+    "dtype_mismatch",
+    "missing_dump",
+    "missing_participant",
+    "p2p_unmatched",
+    "stalled_in_flight",
+)
 
 
 @dataclass(slots=True)
@@ -142,7 +148,9 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     desc_of = {k: g.desc for k, g in index.groups.items()}
     mismatches = find_mismatches(cells, desc_of)
     pending = cells.loc[~cells["done"]]
-    pending_ops = {(k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)}
+    pending_ops = {
+        (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
+    }
     graph = build_wait_graph(index, progress, have_dump, pending_ops, _p2p_pending(dumps, index))
     return Analysis(dumps, index, progress, cells, mismatches, graph, missing)
 
@@ -168,11 +176,10 @@ def _mismatch_evidence(a: Analysis, m: Mismatch) -> str:
     g = a.groups.groups[m.pg_key]
     what = {s.OP: "op", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call site"}[m.attribute]
     found = "; ".join(f"rank {r}: {v}" for r, v in list(m.found.items())[:8])
-    basis = "the sibling groups with the same description" if m.decided_by == "siblings" else "the majority of the group"
-    return (
-        f"At seq {m.seq} of {_group_label(g)} the {what} differ: {found}, "
-        f"while {basis} issued {m.expected}."
+    basis = (
+        "the sibling groups with the same description" if m.decided_by == "siblings" else "the majority of the group"
     )
+    return f"At seq {m.seq} of {_group_label(g)} the {what} differ: {found}, while {basis} issued {m.expected}."
 
 
 def _summarize_progress(a: Analysis) -> list[dict[str, Any]]:
@@ -184,6 +191,7 @@ def _summarize_progress(a: Analysis) -> list[dict[str, Any]]:
         lagging = sorted(r for r, v in enq.items() if top is not None and v < top)
         out.append(
             {
+                "pg_key": g.key,
                 "pg_name": g.name,
                 "pg_desc": g.desc,
                 "ranks": list(g.ranks),
@@ -197,6 +205,7 @@ def _summarize_progress(a: Analysis) -> list[dict[str, Any]]:
                 "ranks_without_dump": [r for r in g.ranks if r in set(a.missing_dumps)],
             }
         )
+    out.sort(key=lambda g: (not g["lagging_ranks"], g["enqueued_max"] is None))
     return out
 
 
@@ -222,13 +231,17 @@ def verdict(a: Analysis) -> Report:
             wave = (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None)
     for m in mism:
         if m.expected == "no majority" and m.pg_key not in {d.pg_key for d in decisive}:
-            evidence.append(_mismatch_evidence(a, m).replace("while the majority of the group issued no majority.", "and no majority or sibling group decides which is right."))
+            evidence.append(
+                _mismatch_evidence(a, m).replace(
+                    "while the majority of the group issued no majority.",
+                    "and no majority or sibling group decides which is right.",
+                )
+            )
     mismatch_groups = {m.pg_key for m in decisive}
     mismatch_members = {r for k in mismatch_groups for r in a.groups.groups[k].ranks}
 
     # 2. The hang: roots of the wait-for graph.
     roots = root_components(graph)
-    out = graph.out_edges()
     into: dict[int, list] = defaultdict(list)
     for e in graph.edges:
         into[e.blocker].append(e)
@@ -246,7 +259,14 @@ def verdict(a: Analysis) -> Report:
                 b = graph.stragglers[r]
                 g = a.groups.groups[b.pg_key]
                 suspect_class.setdefault(r, "stalled_in_flight")
-                peers = [p for p in g.ranks if p != r and (pp := a.progress.get((g.key, p))) and pp.completed is not None and pp.completed >= b.seq]
+                peers = [
+                    p
+                    for p in g.ranks
+                    if p != r
+                    and (pp := a.progress.get((g.key, p)))
+                    and pp.completed is not None
+                    and pp.completed >= b.seq
+                ]
                 evidence.append(
                     f"Rank {r} is stuck at seq {b.seq} ({b.op or 'collective'}) of {_group_label(g)}, which "
                     f"{_ranks_text(peers)} already completed: the collective is not progressing on rank {r} "
@@ -271,7 +291,11 @@ def verdict(a: Analysis) -> Report:
                 else:
                     cls = "missing_participant"
                     p = a.progress.get((e0.pg_key, r))
-                    last = f"its last was seq {p.enqueued}" if p and p.enqueued is not None and p.enqueued >= 0 else "it issued none in the window"
+                    last = (
+                        f"its last was seq {p.enqueued}"
+                        if p and p.enqueued is not None and p.enqueued >= 0
+                        else "it issued none in the window"
+                    )
                     detail = _cell_detail(a, e0.pg_key, e0.seq, waiters[0]) if waiters else ""
                     text = (
                         f"Rank {r} never issued seq {e0.seq} of {_group_label(g)} ({last}); "
@@ -287,11 +311,13 @@ def verdict(a: Analysis) -> Report:
                 if wave is None or (not a.mismatches and len(waiters) > 0 and wave[1] is None):
                     wave = (e0.pg_key, e0.seq, e0.op)
         if len(comp) > 1:
-            evidence.append(f"Ranks {', '.join(map(str, comp))} wait on each other in a cycle; the dumps do not say which one diverged first.")
+            evidence.append(
+                f"Ranks {', '.join(map(str, comp))} wait on each other in a cycle; the dumps do not say which one diverged first."
+            )
 
     # 3. Everyone issued it, nobody finished: stalled in flight.
     if not suspect_class and graph.stalled:
-        (key, q), ranks = max(graph.stalled.items(), key=lambda kv: len(kv[1]))
+        (key, q), _ = max(graph.stalled.items(), key=lambda kv: len(kv[1]))
         g = a.groups.groups[key]
         op = next((b.op for b in graph.blocked if b.pg_key == key and b.seq == q), None)
         wave = (key, q, op)
@@ -330,8 +356,10 @@ def verdict(a: Analysis) -> Report:
         if g is not None:
             wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, wave[1], wave[2])
     if victims:
-        evidence.append(f"{len(victims)} rank(s) are blocked waiting, directly or through others: {_ranks_text(victims, 24)}.")
-    summary = _summary(verdict_word, failure_class, suspects, wavefront, len(victims))
+        evidence.append(
+            f"{len(victims)} rank(s) are blocked waiting, directly or through others: {_ranks_text(victims, 24)}."
+        )
+    summary = _summary(verdict_word, failure_class, suspects, wavefront, len(victims), len(a.dumps.ranks))
     return Report(
         verdict=verdict_word,
         failure_class=failure_class,
@@ -360,17 +388,36 @@ def _ranks_text(ranks: list[int], limit: int = 8) -> str:
 
 
 _CLASS_WORDS = {
-    "missing_participant": ("never issued a collective its peers wait in", "never issued collectives their peers wait in"),
-    "desync": ("issued a different collective than its peers (CPU-side divergence)", "issued different collectives than their peers (CPU-side divergence)"),
-    "size_mismatch": ("passed a tensor of a different size than its peers", "passed tensors of different sizes than their peers"),
-    "dtype_mismatch": ("passed a tensor of a different dtype than its peers", "passed tensors of different dtypes than their peers"),
+    "missing_participant": (
+        "never issued a collective its peers wait in",
+        "never issued collectives their peers wait in",
+    ),
+    "desync": (
+        "issued a different collective than its peers (CPU-side divergence)",
+        "issued different collectives than their peers (CPU-side divergence)",
+    ),
+    "size_mismatch": (
+        "passed a tensor of a different size than its peers",
+        "passed tensors of different sizes than their peers",
+    ),
+    "dtype_mismatch": (
+        "passed a tensor of a different dtype than its peers",
+        "passed tensors of different dtypes than their peers",
+    ),
     "p2p_unmatched": ("never posted the matching send/recv", "never posted the matching send/recv"),
-    "stalled_in_flight": ("is stuck inside a collective its peers got through (GPU or network side)", "are stuck inside collectives their peers got through (GPU or network side)"),
+    "stalled_in_flight": (
+        "is stuck inside a collective its peers got through (GPU or network side)",
+        "are stuck inside collectives their peers got through (GPU or network side)",
+    ),
     "missing_dump": ("wrote no dump", "wrote no dumps"),
 }
 
 
-def _summary(verdict_word: str, failure_class: str, suspects: list[int], wave: Wavefront | None, n_victims: int) -> str:
+def _summary(
+    verdict_word: str, failure_class: str, suspects: list[int], wave: Wavefront | None, n_victims: int, n_ranks: int
+) -> str:
+    if n_ranks == 0:
+        return "No Flight Recorder dump could be read: nothing was analyzed."
     if verdict_word == "healthy":
         return "No hang and no mismatch: every rank completed what it issued, and the ranks agree."
     where = ""
@@ -378,7 +425,9 @@ def _summary(verdict_word: str, failure_class: str, suspects: list[int], wave: W
         seq = f" seq {wave.collective_seq_id}" if wave.collective_seq_id is not None else ""
         where = f" at {wave.op or 'collective'}{seq} of group {wave.pg_name} ({wave.pg_desc or 'no description'})"
     if not suspects:
-        return f"The job {'hangs' if verdict_word == 'hang' else 'diverged'}{where}, but no single rank can be isolated."
+        return (
+            f"The job {'hangs' if verdict_word == 'hang' else 'diverged'}{where}, but no single rank can be isolated."
+        )
     who = _ranks_text(suspects, 12).capitalize()
     one, many = _CLASS_WORDS.get(failure_class, (failure_class, failure_class))
     words = one if len(suspects) == 1 else many

@@ -51,9 +51,9 @@ def rank_from_name(name: str) -> int | None:
 
 def _has_known_prefix(name: str) -> bool:
     stem = strip_suffixes(name)
-    return any(
-        stem.startswith(p) and stem[len(p) :].isdigit() for p in KNOWN_PREFIXES
-    ) or bool(re.search(r"(?:^|_)(?:rank_|_dump_)\d+$", stem))
+    return any(stem.startswith(p) and stem[len(p) :].isdigit() for p in KNOWN_PREFIXES) or bool(
+        re.search(r"(?:^|_)(?:rank_|_dump_)\d+$", stem)
+    )
 
 
 def _candidates(path: str, pattern: str | None) -> list[str]:
@@ -96,9 +96,7 @@ def discover(path: str | Path, pattern: str | None = None) -> tuple[list[DumpFil
             errors.append(FileError(candidate, "no rank number at the end of the file name"))
             continue
         if rank in owner:
-            errors.append(
-                FileError(candidate, f"duplicate rank {rank}: already read from {owner[rank]}")
-            )
+            errors.append(FileError(candidate, f"duplicate rank {rank}: already read from {owner[rank]}"))
             continue
         owner[rank] = candidate
         files.append(DumpFile(candidate, rank))

@@ -116,9 +116,11 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     # pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
     # else through ranks with the same pg_id layout (Megatron-style SPMD creation order).
     status = dumps.status
-    layout: dict[int, frozenset[str]] = {
-        int(r): frozenset(map(str, ids)) for r, ids in status.groupby(s.RANK, observed=True)[s.PG_ID]
-    } if not status.empty else {}
+    layout: dict[int, frozenset[str]] = (
+        {int(r): frozenset(map(str, ids)) for r, ids in status.groupby(s.RANK, observed=True)[s.PG_ID]}
+        if not status.empty
+        else {}
+    )
     donor_desc: dict[tuple[frozenset[str], str], Counter] = defaultdict(Counter)
     for (rank, pg_id), name in id_to_name.items():
         if rank in layout:

@@ -8,6 +8,7 @@ per-file tables back (see README, "Beyond one machine").
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import sys
@@ -21,7 +22,7 @@ import pyarrow as pa
 
 from . import schema as s
 from .discover import DumpFile, FileError, discover
-from .parse import FileTables, Limits
+from .parse import DEFAULT_LIMITS, FileTables, Limits
 from .read import DumpReadError, read_dump
 
 
@@ -41,7 +42,7 @@ class DumpSet:
         return sorted(int(r) for r in self.files[s.RANK])
 
 
-def load_one(item: DumpFile, limits: Limits = Limits()) -> FileTables | FileError:
+def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | FileError:
     """Map step: one file to its tables, or to an error naming the file and the reason."""
     try:
         return read_dump(item.path, item.rank, limits)
@@ -49,18 +50,16 @@ def load_one(item: DumpFile, limits: Limits = Limits()) -> FileTables | FileErro
         return FileError(item.path, str(exc))
     except MemoryError:
         return FileError(item.path, "ran out of memory while reading")
-    except Exception as exc:  # a defect must not sink the whole job's analysis
+    except Exception as exc:  # noqa: BLE001 - a defect must not sink the whole job's analysis
         return FileError(item.path, f"unexpected error: {type(exc).__name__}: {exc}"[:300])
-
-
-def _load_one_default(item: DumpFile) -> FileTables | FileError:
-    return load_one(item)
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     """Arrow-backed numbers and nullable values; dictionary strings become categoricals."""
     return table.to_pandas(
-        types_mapper=lambda t: pd.ArrowDtype(t) if not pa.types.is_dictionary(t) and not pa.types.is_string(t) else None,
+        types_mapper=lambda t: (
+            pd.ArrowDtype(t) if not pa.types.is_dictionary(t) and not pa.types.is_string(t) else None
+        ),
         self_destruct=True,
     )
 
@@ -117,9 +116,10 @@ def map_files(
     files: Sequence[DumpFile],
     workers: int | None = None,
     progress: bool = False,
-    loader: Callable[[DumpFile], FileTables | FileError] = _load_one_default,
+    limits: Limits | None = None,
 ) -> tuple[list[FileTables], list[FileError]]:
     """Run the map step over ``files``, in a process pool when there is enough work."""
+    loader: Callable[[DumpFile], FileTables | FileError] = functools.partial(load_one, limits=limits or Limits())
     workers = default_workers() if workers is None else workers
     bar = _Progress(len(files), progress)
     parts: list[FileTables] = []
@@ -154,8 +154,16 @@ def load(
     pattern: str | None = None,
     workers: int | None = None,
     progress: bool = False,
+    limits: Limits | None = None,
 ) -> DumpSet:
     """Find, read and combine every dump under ``path``."""
     files, discover_errors = discover(path, pattern)
-    parts, read_errors = map_files(files, workers=workers, progress=progress)
+    if not files and not discover_errors:
+        reason = (
+            "no such file or folder"
+            if not os.path.exists(path)
+            else "no dump files found (expected names like rank_0, _dump_0, nccl_trace_rank_0)"
+        )
+        discover_errors = [FileError(os.fspath(path), reason)]
+    parts, read_errors = map_files(files, workers=workers, progress=progress, limits=limits)
     return combine(parts, [*discover_errors, *read_errors])

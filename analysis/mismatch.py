@@ -72,9 +72,11 @@ def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismat
         # divergent seqs of each group tell the story.
         divergent = divergent.sort_values(s.SEQ).groupby(s.PG_KEY, sort=False).head(MAX_PER_GROUP)
         wanted = set(zip(divergent[s.PG_KEY], divergent[s.SEQ]))
-        candidate = present.loc[
-            pd.Series(list(zip(present[s.PG_KEY], present[s.SEQ])), index=present.index).isin(wanted)
-        ] if wanted else present.iloc[:0]
+        candidate = (
+            present.loc[pd.Series(list(zip(present[s.PG_KEY], present[s.SEQ])), index=present.index).isin(wanted)]
+            if wanted
+            else present.iloc[:0]
+        )
         by_cell = candidate.groupby([s.PG_KEY, s.SEQ], sort=False).indices
         for key, seq in zip(divergent[s.PG_KEY], divergent[s.SEQ]):
             rows = candidate.iloc[by_cell[(key, seq)]]

@@ -36,6 +36,9 @@ class Limits:
     max_groups: int = 1_000_000
 
 
+DEFAULT_LIMITS = Limits()
+
+
 @dataclass(slots=True)
 class FileTables:
     """Everything one file contributes, as Arrow tables ready to concatenate."""
@@ -91,9 +94,7 @@ def _int_column(entries: list, key: str, default: Any = ...) -> pa.Array:
             _require_int(value, f"entry {i} '{key}'")
     # Only digit strings remain (JSON writers sometimes quote ints): convert them.
     values = [e.get(key, default if default is not ... else None) for e in entries]
-    return pa.array(
-        [None if v is None else _require_int(v, key) for v in values], type=pa.int64()
-    )
+    return pa.array([None if v is None else _require_int(v, key) for v in values], type=pa.int64())
 
 
 def _time_column(entries: list, key: str) -> pa.Array:
@@ -203,7 +204,9 @@ class _Interner:
         text = "\n".join(lines)
         sid = self.stack_by_text.get(text)
         if sid is None:
-            sid = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "little", signed=True)
+            sid = int.from_bytes(
+                hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "little", signed=True
+            )
             self.stack_by_text[text] = sid
             self.stack_rows[sid] = (len(lines), text, call_site(lines))
         self.stack_by_obj[key] = sid
@@ -392,7 +395,7 @@ def _status_table(rank: int, pg_status: Any, limits: Limits) -> pa.Table:
     return pa.table(rows, schema=s.STATUS_SCHEMA)
 
 
-def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = Limits()) -> FileTables:
+def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAULT_LIMITS) -> FileTables:
     """Validate one decoded dump and convert it to tables; raise DumpFormatError if malformed."""
     if type(raw) is not dict:
         raise DumpFormatError(f"top level is {_describe(raw)}, expected a dict")

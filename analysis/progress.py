@@ -59,9 +59,7 @@ def collective_rows(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
 
 def _keys_for(frame: pd.DataFrame, index: GroupIndex) -> np.ndarray:
     pairs = frame[[s.RANK, s.PG_NAME]].drop_duplicates()
-    lookup = {
-        (int(r), str(n)): index.key_of.get((int(r), str(n)), str(n)) for r, n in pairs.itertuples(index=False)
-    }
+    lookup = {(int(r), str(n)): index.key_of.get((int(r), str(n)), str(n)) for r, n in pairs.itertuples(index=False)}
     mapping = pd.Series(lookup)
     if mapping.empty:
         return np.array([], dtype=object)
@@ -69,12 +67,12 @@ def _keys_for(frame: pd.DataFrame, index: GroupIndex) -> np.ndarray:
     return mapping.reindex(idx).to_numpy()
 
 
-def compute_progress(dumps: DumpSet, index: GroupIndex, rows: pd.DataFrame | None = None) -> dict[tuple[str, int], Progress]:
+def compute_progress(
+    dumps: DumpSet, index: GroupIndex, rows: pd.DataFrame | None = None
+) -> dict[tuple[str, int], Progress]:
     """(group key, rank) -> Progress, for every member rank of every group with a dump."""
     rows = collective_rows(dumps, index) if rows is None else rows
-    agg = rows.groupby([s.PG_KEY, s.RANK], sort=False).agg(
-        enq=(s.SEQ, "max"), lo=(s.SEQ, "min")
-    )
+    agg = rows.groupby([s.PG_KEY, s.RANK], sort=False).agg(enq=(s.SEQ, "max"), lo=(s.SEQ, "min"))
     pending = rows.loc[~rows["done"]].groupby([s.PG_KEY, s.RANK], sort=False)[s.SEQ].min()
     max_done = rows.loc[rows["done"]].groupby([s.PG_KEY, s.RANK], sort=False)[s.SEQ].max()
 

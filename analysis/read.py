@@ -9,8 +9,8 @@ from typing import IO, Any
 
 import orjson
 
+from .parse import DEFAULT_LIMITS, DumpFormatError, FileTables, Limits, parse_dump
 from .safe_pickle import SizeLimitedReader, UnsafePickleError, load_plain_pickle
-from .parse import DumpFormatError, FileTables, Limits, parse_dump
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -53,11 +53,11 @@ def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
         if "size limit" in str(exc):
             raise DumpReadError(str(exc)) from None
         raise DumpReadError(f"corrupt pickle: {exc}") from None
-    except (EOFError, Exception) as exc:  # the C unpickler raises many types on bad bytes
+    except Exception as exc:  # noqa: BLE001 - the C unpickler raises many types on bad bytes
         raise DumpReadError(f"corrupt or truncated pickle: {type(exc).__name__}: {exc}"[:300]) from None
 
 
-def read_raw(path: str, limits: Limits = Limits()) -> tuple[Any, str]:
+def read_raw(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, str]:
     """Decode ``path`` into plain data; refuses oversize files and code-carrying pickles."""
     try:
         size = os.path.getsize(path)
@@ -81,7 +81,7 @@ def read_raw(path: str, limits: Limits = Limits()) -> tuple[Any, str]:
         raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_dump(path: str, rank: int, limits: Limits = Limits()) -> FileTables:
+def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTables:
     """Read and validate one rank's dump; raises DumpReadError with a reason on any problem."""
     raw, fmt = read_raw(path, limits)
     try:

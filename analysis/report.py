@@ -99,7 +99,9 @@ def render_text(report: Report, verbose: bool = False) -> str:
     ]
     if w:
         seq = "-" if w.collective_seq_id is None else str(w.collective_seq_id)
-        rows.insert(0, ("wavefront", f"group {w.pg_name} ({w.pg_desc or 'no description'}) seq {seq} {w.op or ''}".rstrip()))
+        rows.insert(
+            0, ("wavefront", f"group {w.pg_name} ({w.pg_desc or 'no description'}) seq {seq} {w.op or ''}".rstrip())
+        )
     rows.append(("ranks loaded", str(report.ranks_loaded)))
     if report.missing_dumps:
         rows.append(("missing dumps", _compact(report.missing_dumps)))
@@ -114,10 +116,15 @@ def render_text(report: Report, verbose: bool = False) -> str:
             lines.append(f"  ... and {len(report.file_errors) - 50} more")
     if verbose and report.process_groups:
         lines += ["", "Per-group frontier (enqueued / completed, min..max over members):"]
-        for g in report.process_groups:
+        known = [g for g in report.process_groups if g["enqueued_max"] is not None]
+        for g in known:
             lag = f" lagging: {_compact(g['lagging_ranks'], 8)}" if g["lagging_ranks"] else ""
             lines.append(
                 f"  {g['pg_name']:>6} {g['pg_desc'][:40]:<40} size {g['size']:>5}  "
                 f"enq {g['enqueued_min']}..{g['enqueued_max']}  done {g['completed_min']}..{g['completed_max']}{lag}"
+            )
+        if len(known) < len(report.process_groups):
+            lines.append(
+                f"  ({len(report.process_groups) - len(known)} more groups with no entries or status in the dumps)"
             )
     return "\n".join(lines)

@@ -19,9 +19,7 @@ class UnsafePickleError(pickle.UnpicklingError):
 
 class _PlainDataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        raise UnsafePickleError(
-            f"refused to load {module}.{name}: a dump may hold only plain data"
-        )
+        raise UnsafePickleError(f"refused to load {module}.{name}: a dump may hold only plain data")
 
     def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError("refused a persistent id: a dump may hold only plain data")

@@ -88,9 +88,7 @@ STACK_SCHEMA = pa.schema(
 
 # pg_config as each rank saw it
 RANKS = "ranks"
-CONFIG_SCHEMA = pa.schema(
-    [(RANK, pa.int32()), (PG_NAME, pa.string()), (PG_DESC, pa.string()), (RANKS, pa.string())]
-)
+CONFIG_SCHEMA = pa.schema([(RANK, pa.int32()), (PG_NAME, pa.string()), (PG_DESC, pa.string()), (RANKS, pa.string())])
 
 # pg_status as each rank saw it (pg_id is process-local; PG_NAME is resolved later)
 LAST_ENQUEUED = "last_enqueued"

@@ -65,7 +65,20 @@ def last_entries(a: Analysis, rank: int, n: int = 20) -> pd.DataFrame:
     """The rank's newest entries across all groups, newest first."""
     e = a.dumps.entries
     mine = e.loc[e[s.RANK] == rank]
-    cols = [s.RECORD_ID, s.PG_NAME, s.PG_DESC, s.SEQ, s.P2P_SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.STATE, s.RETIRED, s.T_CREATED, s.CALL_SITE]
+    cols = [
+        s.RECORD_ID,
+        s.PG_NAME,
+        s.PG_DESC,
+        s.SEQ,
+        s.P2P_SEQ,
+        s.OP,
+        s.INPUT_SIZES,
+        s.INPUT_DTYPES,
+        s.STATE,
+        s.RETIRED,
+        s.T_CREATED,
+        s.CALL_SITE,
+    ]
     return mine.sort_values(s.RECORD_ID, ascending=False).head(n)[cols].reset_index(drop=True)
 
 

@@ -1,0 +1,87 @@
+"""``python -m analysis PATH``: the verdict on a folder of Flight Recorder dumps.
+
+Exit codes: 0 healthy, 1 a hang or mismatch was found, 2 nothing could be analyzed.
+NVIDIA's CollectiveAnalyzer flags (``--fr-path``, ``-p``, ``-v``, ``--debug``) work too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from .api import analyze
+from .discover import discover
+from .export import write_parquet
+from .read import DumpReadError, read_raw
+from .report import render_text
+
+EXIT_HEALTHY, EXIT_FOUND, EXIT_NOTHING = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m analysis",
+        description="Find the root-cause ranks of a hung PyTorch job from its Flight Recorder dumps.",
+    )
+    p.add_argument("path", nargs="?", help="folder, file, glob pattern or path prefix of the dumps")
+    p.add_argument("--fr-path", dest="fr_path", help="same as PATH (NVIDIA CollectiveAnalyzer flag)")
+    p.add_argument("-p", "--pattern", help="glob for dump file names inside a folder (default: all known prefixes)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema flightdeck.report/1)")
+    p.add_argument("-v", "--verbose", action="store_true", help="add the per-group frontier table")
+    p.add_argument("--parquet", metavar="DIR", help="write the report and its tables as Parquet files to DIR")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
+    p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
+    return p
+
+
+def write_json_copies(path: str, pattern: str | None) -> list[str]:
+    """``--debug``: a readable JSON twin of each pickle, for eyeballing and other tools."""
+    problems = []
+    files, _ = discover(path, pattern)
+    for f in files:
+        if f.path.endswith(".json"):
+            continue
+        try:
+            raw, fmt = read_raw(f.path)
+            if fmt != "pickle":
+                continue
+            Path(f.path + ".json").write_bytes(orjson.dumps(raw, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2))
+        except (DumpReadError, OSError, TypeError) as exc:
+            problems.append(f"{f.path}: no JSON copy ({exc})")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    path = args.path or args.fr_path
+    if not path:
+        print("error: give the dumps' PATH (or --fr-path)", file=sys.stderr)
+        return EXIT_NOTHING
+    report = analyze(path, pattern=args.pattern, workers=args.workers, progress=not args.quiet and not args.json)
+    if args.debug:
+        for problem in write_json_copies(path, args.pattern):
+            print(problem, file=sys.stderr)
+    if args.parquet and report.ranks_loaded:
+        write_parquet(report, args.parquet)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+    else:
+        if report.ranks_loaded == 0:
+            print(f"No Flight Recorder dump could be read under {path}.", file=sys.stderr)
+            for e in report.file_errors[:50]:
+                print(f"  - {e.file}: {e.error}", file=sys.stderr)
+        else:
+            print(render_text(report, verbose=args.verbose))
+    if report.ranks_loaded == 0:
+        return EXIT_NOTHING
+    return EXIT_HEALTHY if report.verdict == "healthy" else EXIT_FOUND
+
+
+if __name__ == "__main__":
+    sys.exit(main())
