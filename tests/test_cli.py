@@ -1,0 +1,94 @@
+"""The command line: exit codes, one JSON object, Parquet export, NVIDIA's flags."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+from conftest import ROOT
+from nccl_sets import tp_job, write_set
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", *args], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_json_is_one_object_with_the_schema(tmp_path) -> None:
+    write_set(tmp_path, tp_job(world=4, steps=4, stuck_rank=1))
+    proc = run_cli(str(tmp_path), "--json")
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)  # exactly one JSON document on stdout
+    assert report["schema"] == "flightdeck.report/1"
+    assert report["verdict"] == "hang"
+    assert report["suspect_ranks"] == [1]
+    assert report["wavefront"]["collective_seq_id"] == 4
+    assert report["wavefront"]["pg_ranks"] == [0, 1, 2, 3]
+    for key in ("victim_ranks", "attribution_state", "summary", "evidence", "ranks_loaded", "missing_dumps"):
+        assert key in report
+    assert report["file_errors"] == []
+
+
+def test_text_output_puts_the_verdict_first(tmp_path) -> None:
+    write_set(tmp_path, tp_job(world=4, steps=4, stuck_rank=2))
+    proc = run_cli(str(tmp_path), "--verbose", "--quiet")
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "VERDICT: HANG (missing_participant)"
+    assert "suspect ranks  2" in proc.stdout
+    assert "Per-group frontier" in proc.stdout
+
+
+def test_healthy_exits_zero_and_nothing_exits_two(tmp_path) -> None:
+    write_set(tmp_path / "ok", {r: tp_job(world=2, steps=3, stuck_rank=-1, stuck_state="completed")[r] for r in (0, 1)})
+    assert run_cli(str(tmp_path / "ok"), "--quiet").returncode == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_cli(str(empty))
+    assert proc.returncode == 2
+    assert "no dump files found" in proc.stderr
+    assert run_cli(str(tmp_path / "does-not-exist"), "--json").returncode == 2
+
+
+def test_nvidia_flags_and_debug_json_copies(tmp_path) -> None:
+    write_set(tmp_path, tp_job(world=4, steps=3, stuck_rank=3), prefix="_dump_")
+    proc = run_cli("--fr-path", str(tmp_path), "-p", "_dump_*", "-v", "--debug")
+    assert proc.returncode == 1
+    assert "suspect ranks  3" in proc.stdout
+    copies = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert copies == [f"_dump_{r}.json" for r in range(4)]
+    assert json.loads((tmp_path / "_dump_0.json").read_text())["version"] == "2.10"
+
+
+def test_parquet_export_holds_the_tables(tmp_path) -> None:
+    dumps = write_set(tmp_path / "dumps", tp_job(world=4, steps=3, stuck_rank=0))
+    out = tmp_path / "out"
+    assert run_cli(str(dumps), "--parquet", str(out), "--quiet").returncode == 1
+    entries = pd.read_parquet(out / "entries.parquet")
+    assert set(entries["rank"]) == {0, 1, 2, 3}
+    groups = pd.read_parquet(out / "groups.parquet")
+    assert list(groups["ranks"].iloc[0]) == [0, 1, 2, 3]
+    assert json.loads((out / "report.json").read_text())["suspect_ranks"] == [0]
+
+
+def test_single_file_glob_and_prefix_inputs(tmp_path) -> None:
+    write_set(tmp_path, tp_job(world=4, steps=3, stuck_rank=2), prefix="_dump_")
+    assert json.loads(run_cli(str(tmp_path / "_dump_0"), "--json").stdout)["ranks_loaded"] == 1
+    assert json.loads(run_cli(str(tmp_path / "_dump_[01]"), "--json").stdout)["ranks_loaded"] == 2
+    assert json.loads(run_cli(str(tmp_path / "_dump_"), "--json").stdout)["suspect_ranks"] == [2]
+
+
+def test_collective_analyzer_drop_in(tmp_path) -> None:
+    import argparse
+
+    import analysis
+
+    write_set(tmp_path, tp_job(world=4, steps=3, stuck_rank=1), prefix="_dump_")
+    args = argparse.Namespace(fr_path=str(tmp_path), pattern="_dump_*", verbose=False)
+    result, state = analysis.CollectiveAnalyzer(args).run_sync(args)
+    assert state is analysis.AttributionState.CONTINUE
+    assert result["suspect_ranks"] == [1]
+    assert result["hanging_ranks"] == "hanging ranks: [1]"
