@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up the runtime on a fresh machine, then open the dashboard on the bundled sample dumps.
+# Extra arguments go to the app, e.g.:  scripts/dashboard.sh --dumps /path/to/dumps
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/python -m streamlit run dashboard/app.py -- "$@"
