@@ -1,9 +1,10 @@
 """Turn one rank's raw dump (a dict from pickle or JSON) into Arrow tables.
 
 Columns are pulled out of the entry dicts one field at a time (a list comprehension
-per column), so no per-entry Python object outlives this function. Values that repeat
-(sizes, dtypes, op names, call stacks) are interned through small caches keyed on the
-value, so the work per distinct value is done once per file. Anything malformed
+per column), so no per-entry Python object outlives this function. Text columns are
+dictionary-encoded as they are pulled out, and all checking and converting (op names,
+shapes, dtypes, call stacks) happens once per distinct value, not once per entry: a
+2,000-entry dump holds a few dozen distinct values per column. Anything malformed
 raises :class:`DumpFormatError` with the entry index and field, which the loader turns
 into a per-file error.
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from . import schema as s
@@ -51,12 +54,12 @@ class FileTables:
 
 
 _P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)$")
-_SIZES = re.compile(r"^\[(?:\[(?:\d+(?:, )?)*\](?:, )?)*\]$")
-_DTYPES = re.compile(r"^\[(?:'[A-Za-z0-9_ ]{1,64}'(?:, )?)*\]$")
-_TORCH_INTERNAL = ("/torch/distributed/", "/torch/nn/parallel/", "/torch/utils/", "c10d_logger.py")
+_TORCH_INTERNAL = ("/torch/", "c10d_logger.py")
 
-_ENTRY_INT_FIELDS = (s.RECORD_ID, s.PG_ID, s.SEQ)
-_OPTIONAL_INT_FIELDS = (s.P2P_SEQ, s.OP_ID, s.TIMEOUT_MS)
+
+def _describe(value: Any) -> str:
+    text = repr(value) if isinstance(value, (int, float, bool, type(None))) else type(value).__name__
+    return text[:40]
 
 
 def _require_int(value: Any, what: str) -> int:
@@ -69,152 +72,149 @@ def _require_int(value: Any, what: str) -> int:
     return value
 
 
-def _describe(value: Any) -> str:
-    text = repr(value) if isinstance(value, (int, float, bool, type(None))) else type(value).__name__
-    return text[:40]
+def _column(entries: list, key: str, default: Any = None) -> list:
+    return [e.get(key, default) for e in entries]
 
 
-def _int_column(entries: list, key: str, default: Any = ...) -> pa.Array:
-    """One integer field of every entry; on bad data, find and name the offender."""
-    try:
-        if default is ...:
-            values = [e[key] for e in entries]
+def _first_bad(values: list, ok: Callable[[Any], bool]) -> int:
+    return next((i for i, v in enumerate(values) if not ok(v)), 0)
+
+
+def _int_array(values: list, key: str, nullable: bool) -> pa.Array:
+    """Integers, checked by type: no bools, no silent float or string coercion."""
+    types = set(map(type, values))
+    if types <= {int} or (nullable and types <= {int, type(None)}):
+        try:
+            return pa.array(values, type=pa.int64())
+        except (OverflowError, pa.ArrowException):
+            i = _first_bad(values, lambda v: v is None or -(2**63) <= v < 2**63)
+            raise DumpFormatError(f"entry {i} '{key}' = {values[i]} does not fit in 64 bits") from None
+    out = []  # JSON writers sometimes quote integers; anything else names the entry
+    for i, v in enumerate(values):
+        if v is None:
+            if not nullable:
+                raise DumpFormatError(f"entry {i} '{key}' is missing or None, expected an integer")
+            out.append(None)
         else:
-            values = [e.get(key, default) for e in entries]
-        return pa.array(values, type=pa.int64())
-    except (KeyError, TypeError, AttributeError, pa.ArrowException, OverflowError):
-        pass
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict):
-            raise DumpFormatError(f"entry {i} is {_describe(e)}, expected a dict")
-        if key not in e and default is ...:
-            raise DumpFormatError(f"entry {i} has no '{key}'")
-        value = e.get(key, default)
-        if value is not None:
-            _require_int(value, f"entry {i} '{key}'")
-    # Only digit strings remain (JSON writers sometimes quote ints): convert them.
-    values = [e.get(key, default if default is not ... else None) for e in entries]
-    return pa.array([None if v is None else _require_int(v, key) for v in values], type=pa.int64())
+            out.append(_require_int(v, f"entry {i} '{key}'"))
+    return pa.array(out, type=pa.int64())
 
 
-def _time_column(entries: list, key: str) -> pa.Array:
-    """Timestamps: JSON dumps write a missing time as 0; store missing as null."""
-    values = [e.get(key) for e in entries]
-    try:
-        arr = pa.array(values, type=pa.int64())
-    except (pa.ArrowException, OverflowError, TypeError):
+def _time_array(values: list, key: str) -> pa.Array:
+    """Timestamps; JSON dumps write a missing time as 0, so 0 and below become null."""
+    if not set(map(type, values)) <= {int, type(None)}:
         cleaned = []
         for i, v in enumerate(values):
-            if v is None:
-                cleaned.append(None)
-            elif isinstance(v, float) and not math.isfinite(v):
-                raise DumpFormatError(f"entry {i} '{key}' is {v}, expected a time in ns")
-            else:
-                cleaned.append(_require_int(int(v) if isinstance(v, float) else v, f"entry {i} '{key}'"))
-        arr = pa.array(cleaned, type=pa.int64())
-    if arr.null_count < len(arr):
-        import pyarrow.compute as pc
+            if type(v) is float and math.isfinite(v):
+                v = int(v)
+            if v is not None and type(v) is not int:
+                raise DumpFormatError(f"entry {i} '{key}' is {_describe(v)}, expected a time in ns")
+            cleaned.append(v)
+        values = cleaned
+    try:
+        arr = pa.array(values, type=pa.int64())
+    except (OverflowError, pa.ArrowException):
+        i = _first_bad(values, lambda v: v is None or -(2**63) <= v < 2**63)
+        raise DumpFormatError(f"entry {i} '{key}' = {values[i]} does not fit in 64 bits") from None
+    ints = arr.to_numpy(zero_copy_only=False)
+    if arr.null_count:
+        ints = np.nan_to_num(ints, nan=0).astype(np.int64)
+    return pa.array(ints.astype(np.int64), mask=ints <= 0, type=pa.int64())
 
-        arr = pc.if_else(pc.less_equal(arr, 0), pa.scalar(None, pa.int64()), arr)
-    return arr
+
+def _codes(values: list, key: str) -> tuple[np.ndarray, list]:
+    """Dictionary-encode hashable values: (codes, distinct values in first-seen order)."""
+    seen: dict[Any, int] = {}
+    try:
+        codes = [seen.setdefault(v, len(seen)) for v in values]
+    except TypeError:
+        i = _first_bad(values, _hashable)
+        raise DumpFormatError(f"entry {i} '{key}' is {_describe(values[i])}, not a valid value") from None
+    return np.array(codes, dtype=np.int32), list(seen)
 
 
-class _Interner:
-    """Per-file caches: each distinct sizes/dtypes/name/stack is checked and converted once."""
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self.sizes: dict[str, tuple[str, int]] = {}
-        self.dtypes: dict[str, str] = {}
-        self.names: dict[str, tuple[str, int | None, int | None]] = {}
-        self.stack_by_obj: dict[int, int | None] = {}
-        self.stack_by_text: dict[str, int] = {}
-        self.stack_rows: dict[int, tuple[int, str, str]] = {}
 
-    def size(self, value: Any, i: int, key: str) -> tuple[str, int]:
-        if type(value) is not list:
-            raise DumpFormatError(f"entry {i} '{key}' is {_describe(value)}, expected a list of shapes")
-        if len(value) > self.limits.max_tensors:
-            raise DumpFormatError(f"entry {i} '{key}' lists {len(value)} tensors")
-        try:
-            text = repr(value)
-        except RecursionError:
-            raise DumpFormatError(f"entry {i} '{key}' is nested too deeply") from None
-        hit = self.sizes.get(text)
-        if hit is None:
-            if not _SIZES.match(text):
-                raise DumpFormatError(f"entry {i} '{key}' is not a list of integer shapes")
-            numel = 0
-            for shape in value:
-                n = 1
-                for d in shape:
-                    n *= d
-                numel += n
-            hit = self.sizes[text] = (text.replace(" ", ""), min(numel, 2**63 - 1))
-        return hit
+def _dict_array(codes: np.ndarray, texts: list[str | None]) -> pa.DictionaryArray:
+    """A dictionary column from per-code texts; equal texts share a slot, None is null."""
+    slot: dict[str, int] = {}
+    remap = np.array([-1 if x is None else slot.setdefault(x, len(slot)) for x in texts] or [0], dtype=np.int32)
+    indices = remap[codes] if len(codes) else np.zeros(0, np.int32)
+    mask = indices < 0
+    indices = pa.array(np.where(mask, 0, indices), mask=mask if mask.any() else None, type=pa.int32())
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(slot), type=pa.string()))
 
-    def dtype(self, value: Any, i: int, key: str) -> str:
-        if type(value) is not list:
-            raise DumpFormatError(f"entry {i} '{key}' is {_describe(value)}, expected a list of dtype names")
-        text = repr(value) if len(value) <= self.limits.max_tensors else ""
-        hit = self.dtypes.get(text)
-        if hit is None:
-            if not _DTYPES.match(text):
-                raise DumpFormatError(f"entry {i} '{key}' is not a list of dtype names")
-            hit = self.dtypes[text] = ",".join(value)
-        return hit
 
-    def name(self, value: Any, i: int) -> tuple[str, int | None, int | None]:
-        hit = self.names.get(value) if type(value) is str else None
-        if hit is None:
-            if type(value) is not str:
-                raise DumpFormatError(f"entry {i} 'profiling_name' is {_describe(value)}, expected a string")
-            op = value.split(":", 1)[1] if ":" in value else value
-            src = dst = None
-            m = _P2P_NAME.match(op)
-            if m:
-                a, b = int(m.group(2)), int(m.group(4))
-                op = m.group(1)
-                src, dst = (a, b) if m.group(3) == "->" else (b, a)
-                if max(a, b) >= 2**31:
-                    raise DumpFormatError(f"entry {i} 'profiling_name' has a peer out of range")
-            hit = self.names[value] = (op, src, dst)
-        return hit
+def _string_codes(values: list, key: str, max_len: int = 4096) -> tuple[np.ndarray, list[str | None]]:
+    codes, distinct = _codes(values, key)
+    for v in distinct:
+        if v is not None and (type(v) is not str or len(v) > max_len):
+            i = _first_bad(values, lambda x: x is None or (type(x) is str and len(x) <= max_len))
+            raise DumpFormatError(f"entry {i} '{key}' is {_describe(values[i])}, expected a short string")
+    return codes, distinct
 
-    def stack(self, frames: Any, i: int) -> int | None:
-        if frames is None:
-            return None
-        key = id(frames)
-        if key in self.stack_by_obj:
-            return self.stack_by_obj[key]
-        if type(frames) is not list:
-            raise DumpFormatError(f"entry {i} 'frames' is {_describe(frames)}, expected a list")
-        if len(frames) > self.limits.max_frames:
-            raise DumpFormatError(f"entry {i} has {len(frames)} frames")
-        lines = []
-        for f in frames:
-            if type(f) is not dict:
-                raise DumpFormatError(f"entry {i} has a frame that is {_describe(f)}, expected a dict")
-            name, filename, line = f.get("name"), f.get("filename"), f.get("line")
-            if type(name) is not str or type(filename) is not str:
-                raise DumpFormatError(f"entry {i} has a frame without a string name and filename")
-            if type(line) is not int and line is not None:
-                raise DumpFormatError(f"entry {i} has a frame whose line is {_describe(line)}")
-            lines.append(f"{filename}:{line} in {name}")
-        text = "\n".join(lines)
-        sid = self.stack_by_text.get(text)
-        if sid is None:
-            sid = int.from_bytes(
-                hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "little", signed=True
-            )
-            self.stack_by_text[text] = sid
-            self.stack_rows[sid] = (len(lines), text, call_site(lines))
-        self.stack_by_obj[key] = sid
-        return sid
+
+def _size_key(value: Any) -> Any:
+    return tuple(map(tuple, value)) if type(value) is list else value
+
+
+def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str], list[int]]:
+    """Shapes as canonical text ``[[4096,1,5120]]`` per distinct value, plus element counts."""
+    try:
+        keys = list(map(_size_key, values))
+    except TypeError:
+        i = _first_bad(values, lambda v: type(v) is list and all(type(x) is list for x in v))
+        raise DumpFormatError(f"entry {i} '{key}' is not a list of shapes") from None
+    codes, distinct = _codes(keys, key)
+    texts, numels = [], []
+    for shape_list in distinct:
+        if type(shape_list) is not tuple or len(shape_list) > limits.max_tensors:
+            raise DumpFormatError(f"'{key}' holds {_describe(shape_list)}, expected a list of shapes")
+        numel = 0
+        for shape in shape_list:
+            if len(shape) > 64 or not all(type(d) is int for d in shape):
+                raise DumpFormatError(f"'{key}' holds a shape that is not a short list of integers")
+            n = 1
+            for d in shape:
+                n = max(min(n * d, 2**62), -(2**62))
+            numel = max(min(numel + n, 2**62), -(2**62))
+        texts.append("[" + ",".join("[" + ",".join(map(str, s)) + "]" for s in shape_list) + "]")
+        numels.append(numel)
+    return codes, texts, numels
+
+
+def _dtypes(values: list, key: str) -> tuple[np.ndarray, list[str]]:
+    keys = [tuple(v) if type(v) is list else v for v in values]
+    codes, distinct = _codes(keys, key)
+    texts = []
+    for d in distinct:
+        if type(d) is not tuple or not all(type(x) is str and len(x) <= 64 for x in d):
+            raise DumpFormatError(f"'{key}' holds {_describe(d)}, expected a list of dtype names")
+        texts.append(",".join(d))
+    return codes, texts
+
+
+def _parse_op(name: str) -> tuple[str, int | None, int | None]:
+    """``nccl:send 0->3`` -> (send, 0, 3); ``nccl:recv 3<-0`` -> (recv, 0, 3): (op, src, dst)."""
+    op = name.split(":", 1)[1] if ":" in name else name
+    m = _P2P_NAME.match(op)
+    if not m:
+        return op, None, None
+    a, b = int(m.group(2)), int(m.group(4))
+    if max(a, b) >= 2**31:
+        return op, None, None
+    src, dst = (a, b) if m.group(3) == "->" else (b, a)
+    return m.group(1), src, dst
 
 
 def call_site(frame_lines: list[str]) -> str:
-    """The innermost frame outside torch's own distributed code: where the user called."""
+    """The innermost frame outside torch itself: where the user's code called."""
     for line in frame_lines:
         path = line.replace("\\", "/")
         if not any(marker in path for marker in _TORCH_INTERNAL):
@@ -222,123 +222,150 @@ def call_site(frame_lines: list[str]) -> str:
     return frame_lines[-1] if frame_lines else ""
 
 
-def _pg_key_of(value: Any, i: int) -> tuple[str, str]:
-    if type(value) in (tuple, list) and len(value) == 2 and all(type(v) is str for v in value):
-        return value[0], value[1]
-    if type(value) is str:
-        return value, ""
-    raise DumpFormatError(f"entry {i} 'process_group' is {_describe(value)}, expected (name, desc)")
+class _Stacks:
+    """Distinct call stacks of one file.
+
+    The writer memoizes frame dicts, so in a dump the same frame is the same object:
+    a stack is first keyed by the ids of its frames, and its text and hash are built
+    once per distinct stack, not once per entry.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.rows: dict[int, tuple[int, str, str]] = {}
+
+    def encode(self, frames_col: list) -> tuple[pa.Array, pa.DictionaryArray]:
+        keys = [tuple(map(id, f)) if type(f) is list else (None if f is None else id(f)) for f in frames_col]
+        codes, distinct = _codes(keys, "frames")
+        example: dict[Any, Any] = {}
+        for f, k in zip(frames_col, keys):
+            example.setdefault(k, f)
+        ids: list[int] = []
+        sites: list[str | None] = []
+        for k in distinct:
+            frames = example[k]
+            if frames is None:
+                ids.append(0)
+                sites.append(None)
+            else:
+                sid, site = self._add(frames)
+                ids.append(sid)
+                sites.append(site)
+        is_null = np.array([example[k] is None for k in distinct] or [False])
+        values = np.array(ids or [0], dtype=np.int64)[codes] if len(codes) else np.zeros(0, np.int64)
+        mask = is_null[codes] if len(codes) else None
+        return pa.array(values, mask=mask, type=pa.int64()), _dict_array(codes, sites)
+
+    def _add(self, frames: Any) -> tuple[int, str]:
+        if type(frames) is not list:
+            raise DumpFormatError(f"'frames' is {_describe(frames)}, expected a list")
+        if len(frames) > self.limits.max_frames:
+            raise DumpFormatError(f"an entry has {len(frames)} frames")
+        lines = []
+        for f in frames:
+            if type(f) is not dict:
+                raise DumpFormatError(f"a frame is {_describe(f)}, expected a dict")
+            name, filename, line = f.get("name"), f.get("filename"), f.get("line")
+            if type(name) is not str or type(filename) is not str or len(name) + len(filename) > 8192:
+                raise DumpFormatError("a frame has no short string name and filename")
+            if line is not None and type(line) is not int:
+                raise DumpFormatError(f"a frame's line is {_describe(line)}")
+            lines.append(f"{filename}:{line} in {name}")
+        text = "\n".join(lines)
+        digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
+        sid = int.from_bytes(digest, "little", signed=True)
+        if sid not in self.rows:
+            self.rows[sid] = (len(lines), text, call_site(lines))
+        return sid, self.rows[sid][2]
 
 
-def _entries_table(rank: int, entries: list, limits: Limits, interner: _Interner) -> pa.Table:
+_REQUIRED_KEYS = (s.SEQ, s.PG_ID, "process_group", "profiling_name", "state")
+
+
+def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) -> pa.Table:
     n = len(entries)
     if n > limits.max_entries:
         raise DumpFormatError(f"{n} entries, more than the limit of {limits.max_entries}")
-    for i, e in enumerate(entries):
-        if type(e) is not dict:
-            raise DumpFormatError(f"entry {i} is {_describe(e)}, expected a dict")
-    cols: dict[str, Any] = {}
-    for key in _ENTRY_INT_FIELDS:
-        cols[key] = _int_column(entries, key)
-    cols[s.P2P_SEQ] = _int_column(entries, s.P2P_SEQ, None)
-    cols[s.OP_ID] = _int_column(entries, s.OP_ID, None)
-    cols[s.TIMEOUT_MS] = _int_column(entries, s.TIMEOUT_MS, None)
-    cols[s.T_CREATED] = _time_column(entries, "time_created_ns")
-    cols[s.T_STARTED] = _time_column(entries, "time_discovered_started_ns")
-    cols[s.T_COMPLETED] = _time_column(entries, "time_discovered_completed_ns")
+    if not all(type(e) is dict for e in entries):
+        i = _first_bad(entries, lambda e: type(e) is dict)
+        raise DumpFormatError(f"entry {i} is {_describe(entries[i])}, expected a dict")
+    for key in _REQUIRED_KEYS:
+        if not all(key in e for e in entries):
+            i = _first_bad(entries, lambda e, k=key: k in e)
+            raise DumpFormatError(f"entry {i} has no '{key}'")
 
-    pg_names, pg_descs = [], []
-    seen_pg: dict[Any, tuple[str, str]] = {}
-    for i, e in enumerate(entries):
-        value = e.get("process_group")
-        try:
-            hit = seen_pg.get(value)
-        except TypeError:
-            hit = None
-        if hit is None:
-            hit = _pg_key_of(value, i)
-            if type(value) is tuple:
-                seen_pg[value] = hit
-        pg_names.append(hit[0])
-        pg_descs.append(hit[1])
+    pg_keys = [tuple(v) if type(v) is list else v for v in _column(entries, "process_group")]
+    pg_codes, pg_distinct = _codes(pg_keys, "process_group")
+    for v in pg_distinct:
+        if type(v) is not tuple or len(v) != 2 or not all(type(x) is str and len(x) <= 4096 for x in v):
+            raise DumpFormatError(f"'process_group' holds {_describe(v)}, expected (name, desc)")
 
-    ops, srcs, dsts, pnames = [], [], [], []
-    for i, e in enumerate(entries):
-        value = e.get("profiling_name")
-        op, src, dst = interner.name(value, i)
-        ops.append(op)
-        srcs.append(src)
-        dsts.append(dst)
-        pnames.append(value)
+    name_codes, names = _string_codes(_column(entries, "profiling_name"), "profiling_name")
+    if None in names:
+        raise DumpFormatError("an entry's 'profiling_name' is None")
+    parsed = [_parse_op(x) for x in names]
+    src = np.array([-1 if p[1] is None else p[1] for p in parsed] or [0], dtype=np.int64)[name_codes]
+    dst = np.array([-1 if p[2] is None else p[2] for p in parsed] or [0], dtype=np.int64)[name_codes]
 
-    in_sizes, out_sizes, numels, in_dt, out_dt = [], [], [], [], []
-    for i, e in enumerate(entries):
-        text, numel = interner.size(e.get("input_sizes", []), i, "input_sizes")
-        in_sizes.append(text)
-        numels.append(numel)
-        out_sizes.append(interner.size(e.get("output_sizes", []), i, "output_sizes")[0])
-        in_dt.append(interner.dtype(e.get("input_dtypes", []), i, "input_dtypes"))
-        out_dt.append(interner.dtype(e.get("output_dtypes", []), i, "output_dtypes"))
+    state_codes, states = _string_codes(_column(entries, "state"), "state")
+    for st in states:
+        if st not in s.STATES:
+            raise DumpFormatError(f"'state' holds {_describe(st)}, expected one of {s.STATES}")
 
-    states, retired, is_p2p, durations, tids, tnames, stacks = [], [], [], [], [], [], []
-    for i, e in enumerate(entries):
-        state = e.get("state")
-        if state not in s.STATES:
-            raise DumpFormatError(f"entry {i} 'state' is {_describe(state)}, expected one of {s.STATES}")
-        states.append(state)
-        r = e.get("retired", False)
-        if type(r) is not bool:
-            raise DumpFormatError(f"entry {i} 'retired' is {_describe(r)}, expected a bool")
-        retired.append(r)
-        p = e.get("is_p2p")
-        if p is not None and type(p) is not bool:
-            raise DumpFormatError(f"entry {i} 'is_p2p' is {_describe(p)}, expected a bool")
-        is_p2p.append(p if p is not None else srcs[i] is not None)
-        d = e.get("duration_ms")
-        if d is not None and (type(d) not in (int, float) or not math.isfinite(d)):
-            d = None
-        durations.append(d)
-        tid, tname = e.get("thread_id"), e.get("thread_name")
-        tids.append(None if tid is None else str(tid)[:64] if type(tid) in (str, int) else None)
-        tnames.append(tname[:128] if type(tname) is str else None)
-        stacks.append(interner.stack(e.get("frames"), i))
+    retired = _column(entries, "retired", False)
+    if not set(map(type, retired)) <= {bool}:
+        i = _first_bad(retired, lambda v: type(v) is bool)
+        raise DumpFormatError(f"entry {i} 'retired' is {_describe(retired[i])}, expected a bool")
+    is_p2p = _column(entries, "is_p2p")
+    if not set(map(type, is_p2p)) <= {bool, type(None)}:
+        i = _first_bad(is_p2p, lambda v: v is None or type(v) is bool)
+        raise DumpFormatError(f"entry {i} 'is_p2p' is {_describe(is_p2p[i])}, expected a bool")
+    is_p2p_arr = np.array([v is True for v in is_p2p], dtype=bool) | (src >= 0)
 
-    call_sites = [interner.stack_rows[sid][2] if sid is not None else None for sid in stacks]
+    duration = np.array([v if type(v) in (int, float) else np.nan for v in _column(entries, "duration_ms")], float)
+    duration = np.where(np.abs(duration) < 1e300, duration, np.nan)
 
-    def dict_arr(values: list) -> pa.Array:
-        return pa.array(values, type=pa.string()).dictionary_encode()
+    in_codes, in_texts, in_numel = _sizes(_column(entries, "input_sizes", []), "input_sizes", limits)
+    out_codes, out_texts, _ = _sizes(_column(entries, "output_sizes", []), "output_sizes", limits)
+    dt_codes, dt_texts = _dtypes(_column(entries, "input_dtypes", []), "input_dtypes")
+    odt_codes, odt_texts = _dtypes(_column(entries, "output_dtypes", []), "output_dtypes")
+    tid_values = [str(v) if type(v) is int else v for v in _column(entries, "thread_id")]
+    tid_codes, tids = _string_codes(tid_values, "thread_id", 64)
+    tname_codes, tnames = _string_codes(_column(entries, "thread_name"), "thread_name", 256)
+    stack_ids, sites = stacks.encode(_column(entries, "frames"))
+    numel = np.array(in_numel or [0], dtype=np.int64)[in_codes] if n else np.zeros(0, np.int64)
 
     columns = {
-        s.RANK: pa.array([rank] * n, type=pa.int32()),
-        s.ENTRY_INDEX: pa.array(range(n), type=pa.int32()),
-        s.RECORD_ID: cols[s.RECORD_ID],
-        s.PG_ID: cols[s.PG_ID],
-        s.PG_NAME: dict_arr(pg_names),
-        s.PG_DESC: dict_arr(pg_descs),
-        s.SEQ: cols[s.SEQ],
-        s.P2P_SEQ: cols[s.P2P_SEQ],
-        s.OP_ID: cols[s.OP_ID],
-        s.IS_P2P: pa.array(is_p2p, type=pa.bool_()),
-        s.PROFILING_NAME: dict_arr(pnames),
-        s.OP: dict_arr(ops),
-        s.PEER_SRC: pa.array(srcs, type=pa.int32()),
-        s.PEER_DST: pa.array(dsts, type=pa.int32()),
-        s.INPUT_SIZES: dict_arr(in_sizes),
-        s.OUTPUT_SIZES: dict_arr(out_sizes),
-        s.INPUT_DTYPES: dict_arr(in_dt),
-        s.OUTPUT_DTYPES: dict_arr(out_dt),
-        s.NUMEL: pa.array(numels, type=pa.int64()),
-        s.STATE: dict_arr(states),
-        s.RETIRED: pa.array(retired, type=pa.bool_()),
-        s.T_CREATED: cols[s.T_CREATED],
-        s.T_STARTED: cols[s.T_STARTED],
-        s.T_COMPLETED: cols[s.T_COMPLETED],
-        s.DURATION_MS: pa.array(durations, type=pa.float64()),
-        s.TIMEOUT_MS: cols[s.TIMEOUT_MS],
-        s.THREAD_ID: dict_arr(tids),
-        s.THREAD_NAME: dict_arr(tnames),
-        s.STACK_ID: pa.array(stacks, type=pa.int64()),
-        s.CALL_SITE: dict_arr(call_sites),
+        s.RANK: pa.array(np.full(n, rank, dtype=np.int32)),
+        s.ENTRY_INDEX: pa.array(np.arange(n, dtype=np.int32)),
+        s.RECORD_ID: _int_array(_column(entries, "record_id"), "record_id", nullable=True),
+        s.PG_ID: _int_array(_column(entries, s.PG_ID), s.PG_ID, nullable=False),
+        s.PG_NAME: _dict_array(pg_codes, [v[0] for v in pg_distinct]),
+        s.PG_DESC: _dict_array(pg_codes, [v[1] for v in pg_distinct]),
+        s.SEQ: _int_array(_column(entries, s.SEQ), s.SEQ, nullable=False),
+        s.P2P_SEQ: _int_array(_column(entries, s.P2P_SEQ), s.P2P_SEQ, nullable=True),
+        s.OP_ID: _int_array(_column(entries, s.OP_ID), s.OP_ID, nullable=True),
+        s.IS_P2P: pa.array(is_p2p_arr),
+        s.PROFILING_NAME: _dict_array(name_codes, names),
+        s.OP: _dict_array(name_codes, [p[0] for p in parsed]),
+        s.PEER_SRC: pa.array(np.maximum(src, 0).astype(np.int32), mask=src < 0),
+        s.PEER_DST: pa.array(np.maximum(dst, 0).astype(np.int32), mask=dst < 0),
+        s.INPUT_SIZES: _dict_array(in_codes, in_texts),
+        s.OUTPUT_SIZES: _dict_array(out_codes, out_texts),
+        s.INPUT_DTYPES: _dict_array(dt_codes, dt_texts),
+        s.OUTPUT_DTYPES: _dict_array(odt_codes, odt_texts),
+        s.NUMEL: pa.array(numel),
+        s.STATE: _dict_array(state_codes, states),
+        s.RETIRED: pa.array(np.array(retired, dtype=bool)),
+        s.T_CREATED: _time_array(_column(entries, "time_created_ns"), "time_created_ns"),
+        s.T_STARTED: _time_array(_column(entries, "time_discovered_started_ns"), "time_discovered_started_ns"),
+        s.T_COMPLETED: _time_array(_column(entries, "time_discovered_completed_ns"), "time_discovered_completed_ns"),
+        s.DURATION_MS: pa.array(duration, mask=np.isnan(duration)),
+        s.TIMEOUT_MS: _int_array(_column(entries, "timeout_ms"), "timeout_ms", nullable=True),
+        s.THREAD_ID: _dict_array(tid_codes, tids),
+        s.THREAD_NAME: _dict_array(tname_codes, tnames),
+        s.STACK_ID: stack_ids,
+        s.CALL_SITE: sites,
     }
     return pa.table(columns, schema=s.ENTRY_SCHEMA)
 
@@ -406,14 +433,15 @@ def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAUL
         raise DumpFormatError("no 'version', 'pg_config' or 'entries': not a Flight Recorder dump")
     version = raw.get("version", "")
     comm = raw.get("comm_lib_version", raw.get("nccl_version", ""))
-    interner = _Interner(limits)
-    table = _entries_table(rank, entries, limits, interner)
+    stack_index = _Stacks(limits)
+    table = _entries_table(rank, entries, limits, stack_index)
+    rows = stack_index.rows
     stacks = pa.table(
         {
-            s.STACK_ID: pa.array(list(interner.stack_rows), pa.int64()),
-            s.NUM_FRAMES: pa.array([r[0] for r in interner.stack_rows.values()], pa.int32()),
-            s.FRAMES: [r[1] for r in interner.stack_rows.values()],
-            s.CALL_SITE: [r[2] for r in interner.stack_rows.values()],
+            s.STACK_ID: pa.array(list(rows), pa.int64()),
+            s.NUM_FRAMES: pa.array([r[0] for r in rows.values()], pa.int32()),
+            s.FRAMES: [r[1] for r in rows.values()],
+            s.CALL_SITE: [r[2] for r in rows.values()],
         },
         schema=s.STACK_SCHEMA,
     )
