@@ -13,6 +13,7 @@ under --dir.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import platform
@@ -36,15 +37,11 @@ def _env() -> dict[str, str]:
     """Subprocess environment with the repo root importable."""
     env = dict(os.environ)
     root = str(flightdeck.REPO_ROOT)
-    env["PYTHONPATH"] = root + (
-        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
-    )
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
-def ensure_set(
-    root: Path, ranks: int, args: argparse.Namespace
-) -> tuple[Path, dict, bool]:
+def ensure_set(root: Path, ranks: int, args: argparse.Namespace) -> tuple[Path, dict, bool]:
     """Reuse the cached set for ``ranks`` if its truth.json matches the request, else generate it."""
     out = root / f"ranks_{ranks}"
     want = {
@@ -102,14 +99,10 @@ def bench_floor(dump_dir: Path, procs: int, timeout_s: float) -> RunResult:
         "--procs",
         str(procs),
     ]
-    return run_measured(
-        cmd, cwd=str(flightdeck.REPO_ROOT), env=_env(), timeout_s=timeout_s
-    )
+    return run_measured(cmd, cwd=str(flightdeck.REPO_ROOT), env=_env(), timeout_s=timeout_s)
 
 
-def bench_flightdeck(
-    dump_dir: Path, truth: dict, timeout_s: float
-) -> tuple[RunResult, flightdeck.Verdict, str]:
+def bench_flightdeck(dump_dir: Path, truth: dict, timeout_s: float) -> tuple[RunResult, flightdeck.Verdict, str]:
     run = run_measured(
         flightdeck.command(str(dump_dir)),
         cwd=str(flightdeck.REPO_ROOT),
@@ -137,11 +130,7 @@ def bench_frtrace(
     predicted = frtrace.predict_peak_rss(dump_bytes, seen)
     basis = f"{len(seen)} smaller run(s) here" if seen else "a default 12x dump size"
     if ranks > args.skip_frtrace_above or predicted > limit:
-        why = (
-            f"> --skip-frtrace-above {args.skip_frtrace_above}"
-            if ranks > args.skip_frtrace_above
-            else "guard"
-        )
+        why = f"> --skip-frtrace-above {args.skip_frtrace_above}" if ranks > args.skip_frtrace_above else "guard"
         note = f"skipped ({why}; predicted peak {predicted / GB:.0f} GB from {basis}, limit {limit / GB:.0f} GB)"
         return {
             "frtrace_s_note": "skipped",
@@ -168,9 +157,7 @@ def bench_frtrace(
     row = {
         "frtrace_s": run.wall_s,
         "frtrace_rss_gb": run.peak_rss / GB,
-        "frtrace_named": _named(truth["culprit"], named)
-        if not run.killed
-        else "killed",
+        "frtrace_named": _named(truth["culprit"], named) if not run.killed else "killed",
         "frtrace_detail": "; ".join(detail),
     }
     if not run.killed:
@@ -198,9 +185,7 @@ def _mem_available() -> int:
     return 0
 
 
-def bench_size(
-    ranks: int, args: argparse.Namespace, seen: list[tuple[int, int]]
-) -> dict:
+def bench_size(ranks: int, args: argparse.Namespace, seen: list[tuple[int, int]]) -> dict:
     """All measurements for one world size."""
     root = Path(args.dir)
     _log(f"{ranks} ranks: preparing dump set")
@@ -212,9 +197,8 @@ def bench_size(
         "entries": args.entries,
         "culprit": truth["culprit"],
         "dump_gb": dump_bytes / GB,
-        "gen_note": "reused cached set"
-        if cached
-        else f"generated in {truth['generate_s']:.1f}s",
+        "gen_note": "reused cached set" if cached else f"generated in {truth['generate_s']:.1f}s",
+        "loadavg_before": _loadavg(),
     }
     _log(f"{ranks} ranks: {row['gen_note']}, {dump_bytes / GB:.2f} GB")
     for procs in (1, 2):
@@ -225,14 +209,10 @@ def bench_size(
             row[f"{key}_rss_gb"] = run.peak_rss / GB
         else:
             row[f"{key}_s_note"] = f"failed rc {run.rc}"
-        _log(
-            f"{ranks} ranks: floor {procs}p {run.wall_s:.1f}s, peak RSS {run.peak_rss / GB:.2f} GB"
-        )
+        _log(f"{ranks} ranks: floor {procs}p {run.wall_s:.1f}s, peak RSS {run.peak_rss / GB:.2f} GB")
     if not args.no_frtrace:
         row.update(bench_frtrace(dump_dir, ranks, dump_bytes, truth, seen, args))
-        _log(
-            f"{ranks} ranks: fr_trace {row.get('frtrace_s') or '-'}s: {row['frtrace_detail']}"
-        )
+        _log(f"{ranks} ranks: fr_trace {row.get('frtrace_s') or '-'}s: {row['frtrace_detail']}")
     for attempt, prefix in ((1, "fd"), (2, "fd2")):
         run, verdict, named = bench_flightdeck(dump_dir, truth, args.timeout)
         if verdict.ok:
@@ -247,23 +227,17 @@ def bench_size(
             row["fd_error"] = verdict.error
             if verdict.ok and row.get("floor_2p_s"):
                 row["fd_ratio"] = run.wall_s / row["floor_2p_s"]
-        _log(
-            f"{ranks} ranks: Flight Deck run {attempt}: {run.wall_s:.1f}s, {verdict.error or named}"
-        )
+        _log(f"{ranks} ranks: Flight Deck run {attempt}: {run.wall_s:.1f}s, {verdict.error or named}")
     return row
 
 
 def _meta(args: argparse.Namespace) -> dict:
-    import torch
-
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "cpus": os.cpu_count(),
-        "memory_gb": round(
-            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GB, 1
-        ),
+        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GB, 1),
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": importlib.metadata.version("torch"),
         "entries_per_rank": args.entries,
         "fault": args.fault,
         "page_cache": "warm (every file read once before timing)",
@@ -273,15 +247,9 @@ def _meta(args: argparse.Namespace) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks", description=__doc__.splitlines()[0]
-    )
-    ap.add_argument(
-        "--sizes", default="256,1024,4096,16384", help="comma-separated world sizes"
-    )
-    ap.add_argument(
-        "--entries", type=int, default=2000, help="entries per rank (ring buffer size)"
-    )
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="256,1024,4096,16384", help="comma-separated world sizes")
+    ap.add_argument("--entries", type=int, default=2000, help="entries per rank (ring buffer size)")
     ap.add_argument(
         "--dir",
         default="/tmp/fd-bench",
@@ -322,9 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     rows: list[dict] = []
-    seen: list[
-        tuple[int, int]
-    ] = []  # fr_trace (dump bytes, peak RSS), for the memory guard
+    seen: list[tuple[int, int]] = []  # fr_trace (dump bytes, peak RSS), for the memory guard
     meta = _meta(args)
     for ranks in sizes:
         rows.append(bench_size(ranks, args, seen))

@@ -40,9 +40,5 @@ def read_verdict(run: RunResult) -> Verdict:
         return Verdict(False, [], None, f"exit {run.rc}, stdout not JSON; {tail}")
     if not isinstance(data, dict):
         return Verdict(False, [], None, f"exit {run.rc}, JSON is not an object")
-    suspects = [
-        int(r)
-        for r in data.get("suspect_ranks", [])
-        if isinstance(r, int | str) and str(r).isdigit()
-    ]
+    suspects = [int(r) for r in data.get("suspect_ranks", []) if isinstance(r, int | str) and str(r).isdigit()]
     return Verdict(True, suspects, data.get("failure_class"), None)

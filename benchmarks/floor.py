@@ -38,11 +38,7 @@ def load_one(path: str) -> int:
 
 def dump_files(directory: str) -> list[str]:
     """The per-rank dump files of a set, by name prefix."""
-    return sorted(
-        os.path.join(directory, n)
-        for n in os.listdir(directory)
-        if n.startswith(FILE_PREFIX)
-    )
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.startswith(FILE_PREFIX))
 
 
 def read_all(directory: str, procs: int = 1) -> dict:
@@ -63,9 +59,7 @@ def read_all(directory: str, procs: int = 1) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks.floor", description=__doc__.splitlines()[0]
-    )
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--procs", type=int, default=1)
     args = ap.parse_args(argv)

@@ -46,9 +46,7 @@ def aborted(log: str) -> bool:
     return "Too many mismatches" in log
 
 
-def predict_peak_rss(
-    dump_bytes: int, seen: list[tuple[int, int]], default_ratio: float = 12.0
-) -> int:
+def predict_peak_rss(dump_bytes: int, seen: list[tuple[int, int]], default_ratio: float = 12.0) -> int:
     """Peak RSS expected for ``dump_bytes`` of dumps, from (dump bytes, peak RSS) runs at smaller sizes.
 
     With two or more runs, extrapolate the line through the two largest (it

@@ -100,9 +100,7 @@ def run_measured(
             peak = max(peak, tree_rss(proc.pid))
             elapsed = time.perf_counter() - t0
             if rss_limit is not None and peak > rss_limit:
-                killed = (
-                    f"peak RSS above {rss_limit / 2**30:.1f} GiB after {elapsed:.0f}s"
-                )
+                killed = f"peak RSS above {rss_limit / 2**30:.1f} GiB after {elapsed:.0f}s"
             elif timeout_s is not None and elapsed > timeout_s:
                 killed = f"timeout after {timeout_s:.0f}s"
             if killed:

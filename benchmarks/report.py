@@ -41,10 +41,7 @@ def _grid(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 def text_table(rows: list[dict]) -> str:
     """Fixed-width table for the console."""
     headers, cells = _grid(rows)
-    widths = [
-        max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
-        for i, h in enumerate(headers)
-    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]

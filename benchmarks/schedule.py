@@ -265,15 +265,9 @@ def cut(
         tail = ["started"]
     elif role == "pp_victim":
         c_stage = hang.culprit_coords[0]
-        if (
-            stage < c_stage
-        ):  # upstream: blocks sending into the stuck stage, or waiting for its grads
+        if stage < c_stage:  # upstream: blocks sending into the stuck stage, or waiting for its grads
             k = c_stage - stage
-            tag = (
-                ("fwd", hang.mb + k, "send", 0)
-                if hang.mb + k < shape.microbatches
-                else ("bwd", 0, "recv", 0)
-            )
+            tag = ("fwd", hang.mb + k, "send", 0) if hang.mb + k < shape.microbatches else ("bwd", 0, "recv", 0)
         else:  # downstream: waits for an activation that never comes
             tag = ("fwd", hang.mb, "recv", 0)
         block = find(tag)

@@ -62,9 +62,7 @@ def _shared(value: object) -> object:
     return found
 
 
-def _template(
-    ops: list, states: list[str], entries: int, stacks: dict[str, list[dict]]
-) -> list[tuple]:
+def _template(ops: list, states: list[str], entries: int, stacks: dict[str, list[dict]]) -> list[tuple]:
     """Rank-independent entry fields for the last ``entries`` ops (the ring buffer)."""
     rows = []
     start = max(0, len(ops) - entries)
@@ -159,12 +157,8 @@ def build_dump(rank: int) -> dict:
     for kind in KINDS:
         name = lay.group_name(kind, rank)
         groups[kind] = (local[kind], (name, DESCS[kind]))
-        ranks = (
-            plan.default_ranks if kind == "default" else str(lay.members(kind, rank))
-        )
-        pg_config_items.append(
-            (name, {"name": name, "desc": DESCS[kind], "ranks": ranks})
-        )
+        ranks = plan.default_ranks if kind == "default" else str(lay.members(kind, rank))
+        pg_config_items.append((name, {"name": name, "desc": DESCS[kind], "ranks": ranks}))
     # torch keeps pg_config in a map ordered by (name, desc) strings.
     pg_config = dict(sorted(pg_config_items))
     status = plan.pg_status[key]
@@ -232,11 +226,7 @@ def build_dump(rank: int) -> dict:
         e["thread_name"] = tname
         e["frames"] = frames[:]
         append(e)
-    lib_key = (
-        "comm_lib_version"
-        if _version_tuple(plan.version) >= (2, 10)
-        else "nccl_version"
-    )
+    lib_key = "comm_lib_version" if _version_tuple(plan.version) >= (2, 10) else "nccl_version"
     return {
         "version": plan.version,
         "pg_config": pg_config,
@@ -257,9 +247,7 @@ def to_json_dump(dump: dict) -> dict:
                 j[k] = 0
         entries.append(j)
     out = {k: v for k, v in dump.items() if k != "entries"}
-    out["pg_status"] = {
-        pg: {k: str(v) for k, v in s.items()} for pg, s in dump["pg_status"].items()
-    }
+    out["pg_status"] = {pg: {k: str(v) for k, v in s.items()} for pg, s in dump["pg_status"].items()}
     out["entries"] = entries
     return out
 
@@ -291,19 +279,11 @@ def _make_plan(
     stacks = build_stacks()
     templates: dict[tuple[str, int], list[tuple]] = {}
     status: dict[tuple[str, int], dict[str, tuple[int, int, int]]] = {}
-    roles = (
-        ["healthy"]
-        if hang is None
-        else ["culprit", "tp_peer", "pp_victim", "dp_victim"]
-    )
+    roles = ["healthy"] if hang is None else ["culprit", "tp_peer", "pp_victim", "dp_victim"]
     for stage in range(layout.pp):
         ops, last_start = stage_ops(shape, stage, entries)
         for role in roles:
-            if (
-                role == "pp_victim"
-                and hang is not None
-                and stage == hang.culprit_coords[0]
-            ):
+            if role == "pp_victim" and hang is not None and stage == hang.culprit_coords[0]:
                 continue
             kept, states = cut(ops, last_start, role, stage, shape, hang)
             templates[(role, stage)] = _template(kept, states, entries, stacks)
@@ -399,16 +379,10 @@ def write_dump_set(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks.synth", description=__doc__.splitlines()[0]
-    )
-    ap.add_argument(
-        "out", help="output directory (existing dump files in it are replaced)"
-    )
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.synth", description=__doc__.splitlines()[0])
+    ap.add_argument("out", help="output directory (existing dump files in it are replaced)")
     ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument(
-        "--entries", type=int, default=2000, help="ring buffer size per rank"
-    )
+    ap.add_argument("--entries", type=int, default=2000, help="ring buffer size per rank")
     ap.add_argument("--fault", choices=("stuck", "none"), default="stuck")
     ap.add_argument(
         "--culprit",
@@ -416,9 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="rank that stops (default: chosen by --seed)",
     )
-    ap.add_argument(
-        "--format", dest="fmt", choices=("pickle", "json"), default="pickle"
-    )
+    ap.add_argument("--format", dest="fmt", choices=("pickle", "json"), default="pickle")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tp", type=int, default=8)
     ap.add_argument("--pp", type=int, default=4)
