@@ -1,0 +1,1 @@
+"""Flight Deck dashboard: browse a hung job's Flight Recorder dumps in a browser."""

@@ -1,0 +1,30 @@
+"""Postmortem downloads: a self-contained HTML report and the tables as Parquet."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import data
+
+
+def render(loaded: data.Loaded, title: str) -> None:
+    st.markdown("Save the finding for a postmortem. Files are built when you click.")
+    c1, c2 = st.columns(2)
+    c1.download_button(
+        "HTML report (opens offline)",
+        data=lambda: data.html_bytes(loaded, title),
+        file_name="flightdeck-report.html",
+        mime="text/html",
+        on_click="ignore",
+        icon=":material/description:",
+        key="download_html",
+    )
+    c2.download_button(
+        "Tables as Parquet (zip)",
+        data=lambda: data.parquet_zip(loaded),
+        file_name="flightdeck-tables.zip",
+        mime="application/zip",
+        on_click="ignore",
+        icon=":material/table:",
+        key="download_parquet",
+    )

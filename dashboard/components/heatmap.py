@@ -1,0 +1,71 @@
+"""The rank x sequence heatmap of one process group; a click selects a cell or opens a block."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import data, figures, selection, state
+
+
+def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
+    """Draw the group's heatmap and return the selected (rank, seq), if any."""
+    ss = st.session_state
+    report = loaded.report
+    grid = data.grid(loaded, pg_key)
+    if grid.codes.size == 0:
+        st.info("No collective of this group was recorded in the dumps' buffers.")
+        return state.get_cell(ss)
+
+    window = state.get_window(ss, pg_key)
+    view, hover = data.heatmap_view(loaded, pg_key, _tuple(window))
+    chart_key = _chart_key(pg_key, window)
+    # The click arrives as this chart's widget value at the start of the next run.
+    event = ss.get(chart_key)
+    sig = selection.signature(event)
+    seen = ss.setdefault(state.LAST_EVENT, {})
+    if sig is not None and seen.get(chart_key) != sig:
+        seen[chart_key] = sig
+        act = selection.action_for(view, event)
+        if act is not None and act.cell is not None:
+            state.set_cell(ss, *act.cell)
+        elif act is not None and act.region is not None:
+            window = state.Window(pg_key, *act.region)
+            state.set_window(ss, window)
+            view, hover = data.heatmap_view(loaded, pg_key, _tuple(window))
+            chart_key = _chart_key(pg_key, window)
+
+    w = report.wavefront
+    wave_seq = w.collective_seq_id if w is not None and w.pg_key == pg_key else None
+    cell = state.get_cell(ss)
+    head, back = st.columns([5, 1])
+    text = view.describe()
+    if window is not None:
+        r_lo, r_hi = int(view.ranks[0]), int(view.ranks[-1])
+        text = f"Region: ranks {r_lo}-{r_hi}, seqs {window.s0}-{window.s1}. " + text
+        back.button(
+            "Back to overview", on_click=state.set_window, args=(ss, None), key="back_to_overview", width="stretch"
+        )
+    elif not view.aggregated:
+        text += " Click a cell to see that rank's entry and call stack; drag a box to zoom."
+    head.caption(text)
+    fig = figures.heatmap_figure(
+        view, hover=hover, wavefront_seq=wave_seq, suspects=report.suspect_ranks, selected=cell
+    )
+    st.plotly_chart(
+        fig,
+        key=chart_key,
+        on_select="rerun",
+        selection_mode=("points", "box"),
+        config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "toImage"]},
+    )
+    return cell
+
+
+def _tuple(window: state.Window | None) -> tuple[int, int, int, int] | None:
+    return None if window is None else (window.r0, window.r1, window.s0, window.s1)
+
+
+def _chart_key(pg_key: str, window: state.Window | None) -> str:
+    # One key per region: a new region starts with no stale selection.
+    suffix = "all" if window is None else window.to_param()
+    return f"heatmap:{pg_key}:{suffix}"

@@ -1,0 +1,51 @@
+"""The finding, first: verdict, failure class, suspects, wavefront, summary and evidence."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis.report import Report
+
+from ..tables import compact_ranks, file_errors_table
+from .text import md_escape
+
+
+def render(report: Report) -> None:
+    w = report.wavefront
+    with st.container(border=True):
+        c1, c2, c3, c4 = st.columns([0.8, 1.7, 1.1, 1.5])
+        c1.metric("Verdict", report.verdict.upper())
+        c2.metric("Failure class", report.failure_class.replace("_", " "))
+        c3.metric("Suspect ranks", compact_ranks(report.suspect_ranks, limit=6) or "none isolated")
+        if w is not None:
+            seq = "-" if w.collective_seq_id is None else w.collective_seq_id
+            c4.metric(
+                "Wavefront", f"group {w.pg_name} · seq {seq}", help=f"{w.pg_desc or 'no description'} · {w.op or ''}"
+            )
+        else:
+            c4.metric("Wavefront", "none")
+        show = st.success if report.verdict == "healthy" else st.error
+        show(md_escape(report.summary))
+        details = [f"{report.ranks_loaded} rank dumps loaded", f"attribution: {report.attribution_state}"]
+        if w is not None:
+            details.append(f"wavefront group {w.pg_name} ({w.pg_desc or 'no description'}), op {w.op or '-'}")
+        if report.victim_ranks:
+            details.append(f"victims: {compact_ranks(report.victim_ranks, limit=8)}")
+        if report.missing_dumps:
+            details.append(f"no dump from ranks {compact_ranks(report.missing_dumps)}")
+        st.caption(md_escape(" · ".join(details)))
+    with st.expander(f"Evidence ({len(report.evidence)})", expanded=False):
+        if report.evidence:
+            st.markdown("\n".join(f"- {md_escape(e)}" for e in report.evidence))
+        else:
+            st.text("No evidence sentences.")
+    file_errors(report)
+
+
+def file_errors(report: Report) -> None:
+    """Files that could not be used, by name and reason; the rest of the page still shows."""
+    if not report.file_errors:
+        return
+    n = len(report.file_errors)
+    st.warning(f"{n} file{'s' if n != 1 else ''} could not be used; the analysis covers the remaining dumps.")
+    st.dataframe(file_errors_table(report), hide_index=True, width="stretch")

@@ -1,0 +1,37 @@
+"""The wavefront collective: who arrived when, and the call stacks grouped by identity."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis import views
+
+from .. import data, figures, tables
+from .text import md_escape
+
+
+def render(loaded: data.Loaded, pg_key: str) -> None:
+    report = loaded.report
+    a = report.analysis
+    w = report.wavefront
+    if w is None or w.collective_seq_id is None:
+        st.info("No wavefront: every group made progress to the end of its recorded buffer.")
+        return
+    seq = int(w.collective_seq_id)
+    st.markdown(md_escape(f"Group {w.pg_name} ({w.pg_desc or 'no description'}), seq {seq}, {w.op or ''}").strip())
+    arr = views.arrivals(a, w.pg_key, seq)
+    never = arr.loc[~arr["issued"].astype(bool), "rank"].astype(int).tolist()
+    st.markdown("**Arrival at the wavefront collective**")
+    if never:
+        st.error(f"Never issued it: ranks {tables.compact_ranks(never)}")
+    st.plotly_chart(figures.arrivals_figure(arr, report.suspect_ranks), key="arrivals", config={"displaylogo": False})
+    st.markdown("**Call stacks at the wavefront, ranks grouped by identical stack**")
+    groups = views.stacks_at(a, w.pg_key, seq)
+    if not groups:
+        st.text("No rank recorded an entry at this seq.")
+    for k, (stack_id, ranks) in enumerate(groups[:6]):
+        label = "majority" if k == 0 and len(groups) > 1 else ("" if len(groups) == 1 else "minority")
+        st.caption(f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''} {label}: {tables.compact_ranks(ranks, 20)}")
+        st.code(tables.frames_text(views.stack_frames(a, stack_id)), language=None)
+    if len(groups) > 6:
+        st.caption(f"… and {len(groups) - 6} more distinct stacks.")

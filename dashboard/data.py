@@ -1,0 +1,112 @@
+"""Cached loading and per-group derived data.
+
+Everything is cached with ``st.cache_resource`` keyed on short strings (the folder and
+a fingerprint of its file names, sizes and mtimes), never on big objects, so a rerun
+after a click costs a dictionary lookup. Cached objects are shared: never mutate them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import analysis
+from analysis import schema as s
+from analysis import views
+from analysis.grid import Grid, group_grid
+from analysis.report import Report
+
+from . import figures, html_report
+from .sources import fingerprint
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """One analysed dump set and the key its derived data is cached under."""
+
+    path: str
+    key: str
+    report: Report
+    seconds: float
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
+def _analyze(path: str, key: str) -> tuple[Report, float]:
+    t0 = time.perf_counter()
+    report = analysis.analyze(path)
+    took = time.perf_counter() - t0
+    log.debug("analysed %s in %.2fs", path, took)
+    return report, took
+
+
+def load(path: str) -> Loaded:
+    """Analyse ``path`` once per version of its files."""
+    key = f"{path}@{fingerprint(path)}"
+    report, took = _analyze(path, key)
+    return Loaded(path, key, report, took)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _grid(key: str, pg_key: str, _report: Report) -> Grid:
+    return group_grid(_report.analysis, pg_key)
+
+
+def grid(loaded: Loaded, pg_key: str) -> Grid:
+    return _grid(loaded.key, pg_key, loaded.report)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _group_cells(key: str, pg_key: str, _report: Report) -> pd.DataFrame:
+    c = _report.analysis.cells
+    return c.loc[c[s.PG_KEY] == pg_key, [s.RANK, s.SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].reset_index(drop=True)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _view_and_hover(
+    key: str, pg_key: str, window: tuple[int, int, int, int] | None, _report: Report, _grid: Grid
+) -> tuple[figures.HeatmapView, np.ndarray | None]:
+    view = figures.build_view(_grid, window)
+    hover = None if view.aggregated else figures.hover_labels(view, _group_cells(key, pg_key, _report))
+    return view, hover
+
+
+def heatmap_view(
+    loaded: Loaded, pg_key: str, window: tuple[int, int, int, int] | None
+) -> tuple[figures.HeatmapView, np.ndarray | None]:
+    """The (possibly aggregated) view of a group's grid, with hover labels for raw views."""
+    return _view_and_hover(loaded.key, pg_key, window, loaded.report, grid(loaded, pg_key))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _relevance(key: str, _report: Report) -> list[str]:
+    wave = _report.wavefront.pg_key if _report.wavefront else None
+    return views.relevance_order(_report.analysis, wave)
+
+
+def relevance_order(loaded: Loaded) -> list[str]:
+    return _relevance(loaded.key, loaded.report)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Building the report…")
+def _html(key: str, title: str, _report: Report) -> bytes:
+    return html_report.build_html(_report, title=title).encode("utf-8")
+
+
+def html_bytes(loaded: Loaded, title: str) -> bytes:
+    return _html(loaded.key, title, loaded.report)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Packing the tables…")
+def _parquet(key: str, _report: Report) -> bytes:
+    return html_report.tables_zip(_report)
+
+
+def parquet_zip(loaded: Loaded) -> bytes:
+    return _parquet(loaded.key, loaded.report)

@@ -1,0 +1,73 @@
+"""The page, top to bottom: source -> verdict -> group -> heatmap -> drill-down -> details."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import streamlit as st
+
+from . import data, state
+from .components import drilldown, export, heatmap, overview, sidebar, verdict, wavefront
+from .components.text import md_escape
+from .sources import parse_args
+
+log = logging.getLogger(__name__)
+
+
+def run(argv: Sequence[str]) -> None:
+    st.set_page_config(page_title="Flight Deck", page_icon=":material/flight_land:", layout="wide")
+    args = parse_args(argv)
+    ss = st.session_state
+    state.hydrate(ss, st.query_params)
+
+    source = sidebar.dump_source(args)
+    st.title("Flight Deck", anchor=False)
+    if source is None:
+        return
+    st.caption(md_escape(source.label) + ("  \n" + md_escape(f"Injected: {source.note}") if source.note else ""))
+
+    try:
+        loaded = data.load(source.path)
+    except Exception as exc:  # the library names the file and reason; show it, not a traceback
+        log.exception("analysis failed for %s", source.path)
+        st.error(md_escape(f"Could not analyse {source.path}: {type(exc).__name__}: {exc}"))
+        return
+    state.on_dataset(ss, loaded.key)
+    report = loaded.report
+
+    if report.ranks_loaded == 0:
+        if report.file_errors:
+            st.error("None of the files could be read as a Flight Recorder dump.")
+            verdict.file_errors(report)
+        else:
+            st.error(
+                md_escape(
+                    f"No Flight Recorder dumps found in {source.path} (expected files such as rank_0, rank_1, …)."
+                )
+            )
+        return
+
+    verdict.render(report)
+    labels = sidebar.group_labels(report)
+    order = data.relevance_order(loaded)
+    if not order:
+        st.info("The dumps name no process groups.")
+        return
+    pg_key = sidebar.group_picker(labels, order)
+    st.sidebar.caption(
+        md_escape(f"Analysed in {loaded.seconds:.2f} s · {report.ranks_loaded} ranks · {len(order)} groups")
+    )
+
+    tab_heat, tab_wave, tab_all, tab_export = st.tabs(["Heatmap", "Wavefront", "All groups", "Export"])
+    with tab_heat:
+        st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
+        cell = heatmap.render(loaded, pg_key)
+        drilldown.render(loaded, pg_key, cell)
+    with tab_wave:
+        wavefront.render(loaded, pg_key)
+    with tab_all:
+        overview.render(loaded)
+    with tab_export:
+        export.render(loaded, title=f"Flight Deck: {source.label}")
+    state.write_query(st.query_params, ss)
