@@ -9,10 +9,11 @@ from typing import Any
 import pandas as pd
 
 from . import schema as s
+from .cells import build_cells
 from .groups import GroupIndex, ProcessGroup, build_groups
 from .load import DumpSet
 from .mismatch import Mismatch, find_mismatches
-from .progress import Progress, collective_rows, compute_progress
+from .progress import Progress, compute_progress
 from .report import Report, Wavefront
 from .waitfor import (
     NO_DUMP,
@@ -90,38 +91,6 @@ def _complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int]
             short[0].ranks = tuple(sorted((*short[0].ranks, *free)))
 
 
-def _cells(dumps: DumpSet, rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per (group, seq, rank): coalesced entries folded into one signature."""
-    e = dumps.entries
-    cols = [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE, s.STATE, s.T_CREATED, s.STACK_ID]
-    picked = e.loc[rows["row"].to_numpy(), cols].reset_index(drop=True)
-    cells = pd.concat([rows.reset_index(drop=True), picked], axis=1)
-    cells = cells.loc[cells[s.OP].astype(str) != "coalesced"]
-    dup = cells.duplicated([s.PG_KEY, s.SEQ, s.RANK], keep=False)
-    if dup.any():
-        folded = (
-            cells.loc[dup]
-            .astype({s.OP: str, s.INPUT_SIZES: str, s.INPUT_DTYPES: str, s.CALL_SITE: str})
-            .groupby([s.PG_KEY, s.SEQ, s.RANK], sort=False)
-            .agg(
-                {
-                    "done": "all",
-                    "row": "first",
-                    s.OP: "+".join,
-                    s.INPUT_SIZES: "+".join,
-                    s.INPUT_DTYPES: "+".join,
-                    s.CALL_SITE: "first",
-                    s.STATE: "first",
-                    s.T_CREATED: "first",
-                    s.STACK_ID: "first",
-                }
-            )
-            .reset_index()
-        )
-        cells = pd.concat([cells.loc[~dup], folded], ignore_index=True)
-    return cells.reset_index(drop=True)
-
-
 def _p2p_pending(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     e = dumps.entries
     mask = e[s.IS_P2P].fillna(False).astype(bool) & ~(
@@ -142,12 +111,11 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     failed_ranks = set()
     missing = sorted(r for r in expected if r not in have_dump)
     del failed_ranks
-    rows = collective_rows(dumps, index)
-    progress = compute_progress(dumps, index, rows)
-    cells = _cells(dumps, rows)
+    cells = build_cells(dumps, index)
+    progress = compute_progress(dumps, index, cells)
     desc_of = {k: g.desc for k, g in index.groups.items()}
     mismatches = find_mismatches(cells, desc_of)
-    pending = cells.loc[~cells["done"]]
+    pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
     }

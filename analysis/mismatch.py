@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from . import schema as s
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
-_SIZE_SAME_EXCEPTIONS = ("all_gather", "allgather", "reduce_scatter", "_reduce_scatter_base", "_all_gather_base")
-
-MAX_PER_GROUP = 3
+_SIZE_SAME = ("all_gather", "allgather", "reduce_scatter", "_reduce_scatter_base", "_all_gather_base")
 
 #: Attribute checked -> failure class when the ranks disagree on it, most telling first.
 CHECKS: tuple[tuple[str, str], ...] = (
@@ -28,6 +27,9 @@ CHECKS: tuple[tuple[str, str], ...] = (
     (s.INPUT_DTYPES, "dtype_mismatch"),
     (s.CALL_SITE, "desync"),
 )
+
+#: After a skipped collective every later seq is misaligned too; the first few tell the story.
+MAX_PER_GROUP = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +47,10 @@ class Mismatch:
     """``majority`` of the group, or ``siblings`` (same-description groups) on a tie."""
 
 
-def _sizes_comparable(op: str) -> bool:
-    if any(x in op for x in _SIZE_SAME_EXCEPTIONS):
-        return True
-    return not any(x in op for x in _SIZE_VARIES)
+def sizes_comparable(op: str) -> bool:
+    """Whether every rank of a collective passes the same input sizes."""
+    parts = op.split("+")
+    return all(any(x in p for x in _SIZE_SAME) or not any(x in p for x in _SIZE_VARIES) for p in parts)
 
 
 def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismatch]:
@@ -56,38 +58,34 @@ def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismat
     found: list[Mismatch] = []
     if cells.empty:
         return found
+    gid = cells.groupby([s.PG_KEY, s.SEQ], sort=False, observed=True).ngroup().to_numpy()
+    op_ok = cells[s.OP].cat.categories.map(sizes_comparable).to_numpy(dtype=bool)
+    op_codes = cells[s.OP].cat.codes.to_numpy()
     flagged: set[tuple[str, int, int]] = set()
     for attribute, failure_class in CHECKS:
-        col = cells[attribute]
-        present = cells.loc[col.notna() & (col.astype(str) != "")]
+        codes = cells[attribute].cat.codes.to_numpy().astype(np.int64)
+        valid = codes >= 0
         if attribute == s.INPUT_SIZES:
-            ops = present[s.OP].astype(str)
-            present = present.loc[ops.map(_sizes_comparable)]
-        if present.empty:
+            valid &= (op_codes >= 0) & op_ok[np.maximum(op_codes, 0)]
+        width = int(codes.max(initial=0)) + 2
+        pairs = np.unique(gid[valid].astype(np.int64) * width + codes[valid])
+        counts = np.bincount(pairs // width, minlength=int(gid.max()) + 1)
+        divergent = np.flatnonzero(counts > 1)
+        if not len(divergent):
             continue
-        codes = present[attribute].astype("category").cat.codes
-        spread = codes.groupby([present[s.PG_KEY], present[s.SEQ]], sort=False).nunique()
-        divergent = spread[spread > 1].reset_index()
-        # After a skipped collective every later seq is misaligned too: the first few
-        # divergent seqs of each group tell the story.
-        divergent = divergent.sort_values(s.SEQ).groupby(s.PG_KEY, sort=False).head(MAX_PER_GROUP)
-        wanted = set(zip(divergent[s.PG_KEY], divergent[s.SEQ]))
-        candidate = (
-            present.loc[pd.Series(list(zip(present[s.PG_KEY], present[s.SEQ])), index=present.index).isin(wanted)]
-            if wanted
-            else present.iloc[:0]
-        )
-        by_cell = candidate.groupby([s.PG_KEY, s.SEQ], sort=False).indices
-        for key, seq in zip(divergent[s.PG_KEY], divergent[s.SEQ]):
-            rows = candidate.iloc[by_cell[(key, seq)]]
-            values = {int(r): str(v) for r, v in zip(rows[s.RANK], rows[attribute])}
-            mm = _odd_ones(key, int(seq), attribute, failure_class, values, present, desc_of)
-            if mm is None:
-                continue
-            new = tuple(r for r in mm.odd_ranks if (key, int(seq), r) not in flagged)
-            if not new:
+        rows = cells.loc[np.isin(gid, divergent) & valid, [s.PG_KEY, s.SEQ, s.RANK, attribute]]
+        first = rows.drop_duplicates([s.PG_KEY, s.SEQ]).sort_values(s.SEQ)
+        first = first.groupby(s.PG_KEY, sort=False, observed=True).head(MAX_PER_GROUP)
+        wanted = set(zip(first[s.PG_KEY].astype(str), first[s.SEQ]))
+        by_cell: dict[tuple[str, int], dict[int, str]] = {}
+        for key, seq, rank, value in rows.itertuples(index=False):
+            if (str(key), seq) in wanted:
+                by_cell.setdefault((str(key), int(seq)), {})[int(rank)] = str(value)
+        for (key, seq), values in sorted(by_cell.items(), key=lambda kv: kv[0][1]):
+            mm = _odd_ones(key, seq, attribute, failure_class, values, cells, desc_of)
+            if not any((key, seq, r) not in flagged for r in mm.odd_ranks):
                 continue  # already explained by a more telling attribute
-            flagged.update((key, int(seq), r) for r in mm.odd_ranks)
+            flagged.update((key, seq, r) for r in mm.odd_ranks)
             found.append(mm)
     found.sort(key=lambda m: (m.seq, m.pg_key))
     return found
@@ -99,29 +97,25 @@ def _odd_ones(
     attribute: str,
     failure_class: str,
     values: dict[int, str],
-    present: pd.DataFrame,
+    cells: pd.DataFrame,
     desc_of: dict[str, str],
-) -> Mismatch | None:
-    counts = Counter(values.values())
-    ranked = counts.most_common()
+) -> Mismatch:
+    ranked = Counter(values.values()).most_common()
     decided_by = "majority"
+    expected: str | None = ranked[0][0]
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         # A tie: let the sibling groups (same description, same seq) vote.
         desc = desc_of.get(key, "")
         siblings = [k for k, d in desc_of.items() if d == desc and k != key and desc]
         votes: Counter = Counter()
         if siblings:
-            sib = present.loc[present[s.PG_KEY].isin(siblings) & (present[s.SEQ] == seq), attribute]
+            sib = cells.loc[(cells[s.SEQ] == seq) & cells[s.PG_KEY].isin(siblings), attribute]
             votes = Counter(str(v) for v in sib)
-        tied = [v for v, c in ranked if c == ranked[0][1]]
-        best = sorted(tied, key=lambda v: -votes.get(v, 0))
-        if len(best) < 2 or votes.get(best[0], 0) == votes.get(best[1], 0):
+        tied = sorted((v for v, c in ranked if c == ranked[0][1]), key=lambda v: -votes.get(v, 0))
+        if votes.get(tied[0], 0) == votes.get(tied[1], 0):
             expected = None
         else:
-            expected = best[0]
-            decided_by = "siblings"
-    else:
-        expected = ranked[0][0]
+            expected, decided_by = tied[0], "siblings"
     if expected is None:
         odd = tuple(sorted(values))
         expected_text = "no majority"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from . import schema as s
@@ -40,41 +39,23 @@ class Progress:
         return self.enqueued is not None
 
 
-def collective_rows(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
-    """Non-P2P entries with their group key and a ``done`` flag (completed or retired)."""
-    e = dumps.entries
-    coll = e.loc[~e[s.IS_P2P].fillna(False).astype(bool)]
-    keys = _keys_for(coll, index)
-    done = (coll[s.STATE].astype(str) == "completed").to_numpy() | coll[s.RETIRED].fillna(False).astype(bool).to_numpy()
-    return pd.DataFrame(
-        {
-            s.PG_KEY: keys,
-            s.RANK: coll[s.RANK].to_numpy(dtype=np.int64),
-            s.SEQ: coll[s.SEQ].to_numpy(dtype=np.int64, na_value=-1),
-            "done": done,
-            "row": coll.index.to_numpy(),
-        }
-    )
+def _per_member(frame: pd.DataFrame, how: str) -> dict[tuple[str, int], int]:
+    if frame.empty:
+        return {}
+    agg = frame.groupby([s.PG_KEY, s.RANK], sort=False, observed=True)[s.SEQ].agg(how)
+    return {(str(k), int(r)): int(v) for (k, r), v in agg.items()}
 
 
-def _keys_for(frame: pd.DataFrame, index: GroupIndex) -> np.ndarray:
-    pairs = frame[[s.RANK, s.PG_NAME]].drop_duplicates()
-    lookup = {(int(r), str(n)): index.key_of.get((int(r), str(n)), str(n)) for r, n in pairs.itertuples(index=False)}
-    mapping = pd.Series(lookup)
-    if mapping.empty:
-        return np.array([], dtype=object)
-    idx = pd.MultiIndex.from_arrays([frame[s.RANK].astype(int), frame[s.PG_NAME].astype(str)])
-    return mapping.reindex(idx).to_numpy()
+def compute_progress(dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame) -> dict[tuple[str, int], Progress]:
+    """(group key, rank) -> Progress, for every member rank of every group with a dump.
 
-
-def compute_progress(
-    dumps: DumpSet, index: GroupIndex, rows: pd.DataFrame | None = None
-) -> dict[tuple[str, int], Progress]:
-    """(group key, rank) -> Progress, for every member rank of every group with a dump."""
-    rows = collective_rows(dumps, index) if rows is None else rows
-    agg = rows.groupby([s.PG_KEY, s.RANK], sort=False).agg(enq=(s.SEQ, "max"), lo=(s.SEQ, "min"))
-    pending = rows.loc[~rows["done"]].groupby([s.PG_KEY, s.RANK], sort=False)[s.SEQ].min()
-    max_done = rows.loc[rows["done"]].groupby([s.PG_KEY, s.RANK], sort=False)[s.SEQ].max()
+    ``cells`` are the collective cells of :mod:`analysis.cells`.
+    """
+    enq_of = _per_member(cells, "max")
+    lo_of = _per_member(cells, "min")
+    done = cells["done"].to_numpy()
+    pending = _per_member(cells.loc[~done], "min")
+    max_done = _per_member(cells.loc[done], "max")
 
     status: dict[tuple[str, int], tuple[int, int, int]] = {}
     st = dumps.status
@@ -98,13 +79,13 @@ def compute_progress(
                 continue
             k = (key, rank)
             enq = lo = first_pending = completed = started = None
-            if k in agg.index:
-                enq, lo = int(agg.at[k, "enq"]), int(agg.at[k, "lo"])
-                if k in pending.index:
-                    first_pending = int(pending.at[k])
+            if k in enq_of:
+                enq, lo = enq_of[k], lo_of[k]
+                if k in pending:
+                    first_pending = pending[k]
                     completed = first_pending - 1
                 else:
-                    completed = int(max_done.at[k]) if k in max_done.index else enq
+                    completed = max_done.get(k, enq)
             if k in status:
                 s_enq, s_started, s_completed = status[k]
                 enq = s_enq if enq is None else max(enq, s_enq)
