@@ -37,6 +37,9 @@ _CLASS_PRIORITY = (
 )
 
 
+_NEVER = 2**63
+
+
 @dataclass(slots=True)
 class Analysis:
     """Intermediate results, kept for views (dashboard, grid) that need more than the verdict."""
@@ -209,6 +212,11 @@ def verdict(a: Analysis) -> Report:
     mismatch_members = {r for k in mismatch_groups for r in a.groups.groups[k].ranks}
 
     # 2. The hang: roots of the wait-for graph.
+    pending = a.cells.loc[~a.cells["done"].to_numpy() & a.cells[s.T_CREATED].notna().to_numpy()]
+    created = {
+        (str(k), int(r), int(q)): int(t)
+        for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
+    }
     roots = root_components(graph)
     into: dict[int, list] = defaultdict(list)
     for e in graph.edges:
@@ -244,7 +252,11 @@ def verdict(a: Analysis) -> Report:
                     wave = (g.key, b.seq, b.op)
             elif incoming:
                 reasons = Counter(e.reason for e in incoming)
-                e0 = min(incoming, key=lambda e: (e.reason != NOT_ISSUED, e.seq))
+                # Where progress diverged first: the wait whose pending op was issued earliest.
+                e0 = min(
+                    incoming,
+                    key=lambda e: (e.reason != NOT_ISSUED, created.get((e.pg_key, e.waiter, e.seq), _NEVER), e.seq),
+                )
                 g = a.groups.groups.get(e0.pg_key)
                 waiters = sorted({e.waiter for e in incoming if e.pg_key == e0.pg_key and e.seq == e0.seq})
                 if reasons.get(NO_DUMP):
