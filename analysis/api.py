@@ -16,6 +16,11 @@ def analyze(
     workers: int | None = None,
     progress: bool = False,
     limits: Limits | None = None,
+    use_cache: bool = True,
 ) -> Report:
-    """Load every dump under ``path`` and return the verdict with its tables."""
-    return analyze_dumps(load(path, pattern=pattern, workers=workers, progress=progress, limits=limits))
+    """Load every dump under ``path`` and return the verdict with its tables.
+
+    An unchanged dump set is reopened from a Parquet cache unless ``use_cache`` is False.
+    """
+    dumps = load(path, pattern=pattern, workers=workers, progress=progress, limits=limits, use_cache=use_cache)
+    return analyze_dumps(dumps)

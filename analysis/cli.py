@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet", metavar="DIR", help="write the report and its tables as Parquet files to DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
     return p
 
@@ -63,7 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not path:
         print("error: give the dumps' PATH (or --fr-path)", file=sys.stderr)
         return EXIT_NOTHING
-    report = analyze(path, pattern=args.pattern, workers=args.workers, progress=not args.quiet and not args.json)
+    report = analyze(
+        path,
+        pattern=args.pattern,
+        workers=args.workers,
+        progress=not args.quiet and not args.json,
+        use_cache=not args.no_cache,
+    )
     if args.debug:
         for problem in write_json_copies(path, args.pattern):
             print(problem, file=sys.stderr)

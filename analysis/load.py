@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from . import cache
 from . import schema as s
 from .discover import DumpFile, FileError, discover
 from .parse import DEFAULT_LIMITS, FileTables, Limits
@@ -64,22 +65,38 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     )
 
 
-def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> DumpSet:
-    """Reduce step: concatenate per-file tables; deduplicate stacks across ranks."""
+def combine_tables(parts: Iterable[FileTables]) -> dict[str, pa.Table]:
+    """Reduce step, in Arrow: concatenate per-file tables; one dictionary per column."""
     parts = list(parts)
-    entries = [p.entries for p in parts] or [s.ENTRY_SCHEMA.empty_table()]
-    stacks = pa.concat_tables([p.stacks for p in parts] or [s.STACK_SCHEMA.empty_table()])
-    entry_table = pa.concat_tables(entries).unify_dictionaries().combine_chunks()
-    stacks_df = _to_pandas(stacks)
-    stacks_df = stacks_df.drop_duplicates(s.STACK_ID, ignore_index=True)
+
+    def concat(name: str, empty: pa.Schema) -> pa.Table:
+        return pa.concat_tables([getattr(p, name) for p in parts] or [empty.empty_table()])
+
+    return {
+        "entries": concat("entries", s.ENTRY_SCHEMA).unify_dictionaries().combine_chunks(),
+        "stacks": concat("stacks", s.STACK_SCHEMA),
+        "configs": concat("configs", s.CONFIG_SCHEMA),
+        "status": concat("status", s.STATUS_SCHEMA),
+        "files": concat("meta", s.RANK_SCHEMA),
+    }
+
+
+def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) -> DumpSet:
+    """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks."""
+    stacks = _to_pandas(tables["stacks"]).drop_duplicates(s.STACK_ID, ignore_index=True)
     return DumpSet(
-        entries=_to_pandas(entry_table),
-        stacks=stacks_df,
-        configs=_to_pandas(pa.concat_tables([p.configs for p in parts] or [s.CONFIG_SCHEMA.empty_table()])),
-        status=_to_pandas(pa.concat_tables([p.status for p in parts] or [s.STATUS_SCHEMA.empty_table()])),
-        files=_to_pandas(pa.concat_tables([p.meta for p in parts] or [s.RANK_SCHEMA.empty_table()])),
+        entries=_to_pandas(tables["entries"]),
+        stacks=stacks,
+        configs=_to_pandas(tables["configs"]),
+        status=_to_pandas(tables["status"]),
+        files=_to_pandas(tables["files"]),
         file_errors=list(errors),
     )
+
+
+def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> DumpSet:
+    """Reduce step: concatenate per-file tables into one DumpSet."""
+    return to_dumpset(combine_tables(parts), errors)
 
 
 def default_workers() -> int:
@@ -155,8 +172,12 @@ def load(
     workers: int | None = None,
     progress: bool = False,
     limits: Limits | None = None,
+    use_cache: bool = True,
 ) -> DumpSet:
-    """Find, read and combine every dump under ``path``."""
+    """Find, read and combine every dump under ``path``.
+
+    With ``use_cache`` an unchanged dump set is reopened from a Parquet cache.
+    """
     files, discover_errors = discover(path, pattern)
     if not files and not discover_errors:
         reason = (
@@ -165,5 +186,13 @@ def load(
             else "no dump files found (expected names like rank_0, _dump_0, nccl_trace_rank_0)"
         )
         discover_errors = [FileError(os.fspath(path), reason)]
+    key = cache.fingerprint(files, discover_errors, repr(limits or DEFAULT_LIMITS)) if use_cache and files else None
+    if key and (hit := cache.read_cached(key)):
+        return to_dumpset(*hit)
     parts, read_errors = map_files(files, workers=workers, progress=progress, limits=limits)
-    return combine(parts, [*discover_errors, *read_errors])
+    errors = [*discover_errors, *read_errors]
+    tables = combine_tables(parts)
+    del parts
+    if key:
+        cache.write_cached(key, tables, errors)
+    return to_dumpset(tables, errors)
