@@ -99,6 +99,15 @@ def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> Du
     return to_dumpset(combine_tables(parts), errors)
 
 
+def combine_results(results: Iterable[FileTables | FileError], errors: Sequence[FileError] = ()) -> DumpSet:
+    """Reduce the map step's results as any engine returns them (tables and errors mixed)."""
+    parts: list[FileTables] = []
+    problems = list(errors)
+    for result in results:
+        (problems if isinstance(result, FileError) else parts).append(result)
+    return combine(parts, problems)
+
+
 def default_workers() -> int:
     """One worker per core the process may use."""
     try:

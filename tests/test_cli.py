@@ -92,3 +92,24 @@ def test_collective_analyzer_drop_in(tmp_path) -> None:
     assert state is analysis.AttributionState.CONTINUE
     assert result["suspect_ranks"] == [1]
     assert result["hanging_ranks"] == "hanging ranks: [1]"
+
+
+def test_map_reduce_path_matches_the_pool(tmp_path) -> None:
+    """The map step is a plain function: any engine's map gives the same report as the pool."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import analysis
+    from analysis.diagnose import analyze_dumps
+    from analysis.discover import discover
+    from analysis.load import combine_results, load_one
+
+    write_set(tmp_path, tp_job(world=8, steps=4, stuck_rank=6))
+    (tmp_path / "nccl_trace_rank_9").write_bytes(b"not a dump")
+    files, errors = discover(tmp_path)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(load_one, files))
+    mapped = analyze_dumps(combine_results(results, errors))
+    pooled = analysis.analyze(tmp_path, workers=2, use_cache=False)
+    assert mapped.to_dict() == pooled.to_dict()
+    assert mapped.suspect_ranks == [6]
+    assert [e.file for e in mapped.file_errors] == [str(tmp_path / "nccl_trace_rank_9")]
