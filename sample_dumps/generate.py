@@ -1,0 +1,962 @@
+"""Generate real PyTorch Flight Recorder dumps of small hung (or healthy) jobs.
+
+The parent process starts ``world_size`` Python processes that each run a tiny
+"training loop" over the gloo backend with a Megatron-like layout: a default
+group plus tensor-parallel (TP), pipeline-parallel (PP) and data-parallel (DP)
+groups. One fault is injected on purpose (a rank stuck in compute, a skipped
+collective, a size mismatch, ...), then every rank writes the bytes returned by
+``torch._C._distributed_c10d._dump_fr_trace()`` to ``<out>/rank_<global rank>``
+and the parent writes ``<out>/scenario.json`` describing what was injected.
+
+Nothing may hang forever: every wait is bounded, the stuck rank's "hang" is a
+sleep that ends when the run is released, and the parent kills its children
+after a deadline. All ranks dump at one coordinated moment, chosen by the parent
+once every rank is either finished, blocked in a wait for longer than the block
+timeout, or deliberately stuck; nobody exits before all dumps are written, so a
+dying process can never disturb the records of its peers.
+
+Run ``python sample_dumps/generate.py --all`` to regenerate every committed set,
+or ``python sample_dumps/generate.py --scenario stuck_compute --out DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+SCRIPT_PATH = Path(__file__).resolve()
+SAMPLE_DIR = SCRIPT_PATH.parent
+REPO_ROOT = SAMPLE_DIR.parent
+
+# Neutral paths that replace machine-specific ones in the recorded stack frames.
+NEUTRAL_SCRIPT = "/workspace/train.py"
+NEUTRAL_SITE_PACKAGES = "/usr/lib/python3/site-packages/"
+NEUTRAL_STDLIB = "/usr/lib/python3/"
+NEUTRAL_OTHER = "/workspace/"
+
+FR_BUFFER_SIZE = "2000"
+BLOCK_TIMEOUT_S = 1.5  # a wait longer than this marks the rank as blocked
+POLL_S = 0.05
+
+SCENARIOS: dict[str, str] = {
+    "healthy": "no fault; every step completes",
+    "stuck_compute": "culprit sleeps in compute before a TP all_reduce",
+    "skip_collective": "culprit skips a DP all_reduce and moves on",
+    "extra_collective": "culprit issues one extra TP all_reduce",
+    "size_mismatch": "culprit passes a zero-element tensor to a TP all_reduce",
+    "dtype_mismatch": "culprit passes int32 where peers pass float32",
+    "op_mismatch": "culprit calls broadcast where peers call all_reduce",
+    "p2p_unposted": "a pipeline stage never posts its recv for activations",
+    "missing_dump": "culprit is stuck before a DP all_reduce and never dumps",
+    "two_culprits": "two ranks in different TP groups are stuck in compute",
+}
+
+EXPECTED_CLASS: dict[str, str | None] = {
+    "healthy": None,
+    "stuck_compute": "missing_participant",
+    "skip_collective": "desync",
+    "extra_collective": "desync",
+    "size_mismatch": "size_mismatch",
+    "dtype_mismatch": "dtype_mismatch",
+    "op_mismatch": "desync",
+    "p2p_unposted": "missing_participant",
+    "missing_dump": "missing_dump",
+    "two_culprits": "missing_participant",
+}
+
+# Every committed set: directory name -> generate() keyword arguments.
+ALL_SETS: dict[str, dict[str, Any]] = {
+    "healthy": {"scenario": "healthy"},
+    "stuck_compute": {"scenario": "stuck_compute", "culprit": 5},
+    "skip_collective": {"scenario": "skip_collective", "culprit": 3},
+    "extra_collective": {"scenario": "extra_collective", "culprit": 6},
+    "size_mismatch": {"scenario": "size_mismatch", "culprit": 2},
+    "dtype_mismatch": {"scenario": "dtype_mismatch", "culprit": 7},
+    "op_mismatch": {"scenario": "op_mismatch", "culprit": 1},
+    "p2p_unposted": {"scenario": "p2p_unposted", "culprit": 6},
+    "missing_dump": {"scenario": "missing_dump", "culprit": 4},
+    "two_culprits": {"scenario": "two_culprits", "culprit": 3, "seed": 1},
+    "skip_collective_pgconfig": {
+        "scenario": "skip_collective",
+        "culprit": 3,
+        "fill_pg_config": True,
+    },
+    "large_32_stuck": {"scenario": "stuck_compute", "world_size": 32, "culprit": 19},
+}
+
+
+# --------------------------------------------------------------------------- #
+# Layout
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Megatron-style rank layout: TP fastest, then DP, then PP."""
+
+    world_size: int
+    tp: int
+    pp: int
+    dp: int
+
+    def coords(self, rank: int) -> tuple[int, int, int]:
+        """Return (pp_stage, dp_index, tp_index) of a global rank."""
+        pp_stage, rest = divmod(rank, self.dp * self.tp)
+        dp_index, tp_index = divmod(rest, self.tp)
+        return pp_stage, dp_index, tp_index
+
+    def rank_of(self, pp_stage: int, dp_index: int, tp_index: int) -> int:
+        return pp_stage * self.dp * self.tp + dp_index * self.tp + tp_index
+
+    def tp_groups(self) -> list[list[int]]:
+        return [[self.rank_of(p, d, t) for t in range(self.tp)] for p in range(self.pp) for d in range(self.dp)]
+
+    def pp_groups(self) -> list[list[int]]:
+        return [[self.rank_of(p, d, t) for p in range(self.pp)] for d in range(self.dp) for t in range(self.tp)]
+
+    def dp_groups(self) -> list[list[int]]:
+        return [[self.rank_of(p, d, t) for d in range(self.dp)] for p in range(self.pp) for t in range(self.tp)]
+
+    def group_of(self, groups: list[list[int]], rank: int) -> list[int]:
+        return next(g for g in groups if rank in g)
+
+
+def default_layout(world_size: int, tp: int | None = None, pp: int | None = None) -> Layout:
+    """Pick TP/PP/DP sizes: TP 4 from 32 ranks up, else 2; PP 2 when it divides."""
+    if tp is None:
+        tp = 4 if world_size >= 32 and world_size % 4 == 0 else 2
+        if world_size % tp:
+            tp = 1
+    if world_size % tp:
+        raise ValueError(f"tp={tp} does not divide world_size={world_size}")
+    if pp is None:
+        pp = 2 if (world_size // tp) % 2 == 0 else 1
+    if (world_size // tp) % pp:
+        raise ValueError(f"tp*pp={tp * pp} does not divide world_size={world_size}")
+    return Layout(world_size, tp, pp, world_size // (tp * pp))
+
+
+# --------------------------------------------------------------------------- #
+# Fault plan (decided by the parent, executed by the children)
+# --------------------------------------------------------------------------- #
+
+
+def _choose_culprits(scenario: str, layout: Layout, culprit: int | None, seed: int) -> list[int]:
+    """Deterministic, non-zero culprit(s) valid for the scenario."""
+    if scenario == "healthy":
+        return []
+    rng = random.Random(seed)
+    valid = list(range(1, layout.world_size)) or [0]
+    if scenario == "p2p_unposted":
+        if layout.pp < 2:
+            raise ValueError("p2p_unposted needs a pipeline (pp >= 2)")
+        valid = [r for r in valid if layout.coords(r)[0] > 0]
+    if culprit is None:
+        culprit = rng.choice(valid)
+    elif not 0 <= culprit < layout.world_size:
+        raise ValueError(f"culprit {culprit} outside world of {layout.world_size}")
+    elif culprit not in valid and scenario == "p2p_unposted":
+        raise ValueError("p2p_unposted culprit must be on a pipeline stage > 0")
+    if scenario != "two_culprits":
+        return [culprit]
+    own_tp = layout.group_of(layout.tp_groups(), culprit)
+    others = [r for r in range(1, layout.world_size) if r not in own_tp]
+    if not others:
+        raise ValueError("two_culprits needs at least two TP groups")
+    return [culprit, rng.choice(others)]
+
+
+def _fault_step(steps: int) -> int:
+    """Inject late enough that a few steps complete first."""
+    return max(0, min(steps - 1, steps // 2))
+
+
+def _describe(scenario: str, culprits: list[int], layout: Layout, step: int) -> tuple[str, str | None, str | None]:
+    """Plain sentence of the fault, plus the group desc and the op it targets."""
+    c = culprits[0] if culprits else None
+    dp = "data_parallel" if layout.dp > 1 else "tensor_parallel"
+    if scenario == "skip_collective" and layout.dp > 1:
+        skip = (
+            f"Rank {c} skips the second gradient-bucket all_reduce in sync_gradients ({dp}) at step {step} "
+            "and goes on to the default_pg all_reduce in clip_grad_norm."
+        )
+    else:
+        skip = (
+            f"Rank {c} skips the tensor_parallel gradient all_reduce in backward_tp_layer at step {step} and goes on."
+        )
+    sentences = {
+        "healthy": "No fault injected; every step completes.",
+        "stuck_compute": (
+            f"Rank {c} sleeps (stuck in compute) in forward_tp_layer at step {step}, "
+            "before the tensor_parallel all_reduce; its TP peers issue it and wait."
+        ),
+        "skip_collective": skip,
+        "extra_collective": (
+            f"Rank {c} issues one extra tensor_parallel all_reduce (log_tp_debug_stats) "
+            f"at the end of its backward pass at step {step}; its peers do not."
+        ),
+        "size_mismatch": (
+            f"Rank {c} passes a zero-element tensor to the tensor_parallel all_reduce "
+            f"in forward_tp_layer at step {step}; its peers pass [32, 64]."
+        ),
+        "dtype_mismatch": (
+            f"Rank {c} passes an int32 tensor to the tensor_parallel all_reduce in forward_tp_layer "
+            f"at step {step} where its peers pass float32 (same width, so gloo completes it and "
+            "the job does not hang)."
+        ),
+        "op_mismatch": (
+            f"Rank {c} calls broadcast where its tensor_parallel peers call all_reduce "
+            f"in forward_tp_layer at step {step} (same tensor shape)."
+        ),
+        "p2p_unposted": (
+            f"Rank {c} (pipeline stage > 0) never posts its recv for the activations that the "
+            f"previous pipeline stage sends at step {step} (pipeline_parallel send/recv, which "
+            "gloo does not record)."
+        ),
+        "missing_dump": (
+            f"Rank {c} sleeps (stuck in compute) in sync_gradients at step {step}, before the "
+            f"{dp} all_reduce, and then exits without writing its dump."
+        ),
+        "two_culprits": (
+            f"Ranks {culprits} sleep (stuck in compute) in forward_tp_layer at step {step}, "
+            "before the tensor_parallel all_reduce of their two TP groups."
+        ),
+    }
+    group_and_op: dict[str, tuple[str | None, str | None]] = {
+        "healthy": (None, None),
+        "skip_collective": (dp, "all_reduce"),
+        "p2p_unposted": ("pipeline_parallel", "send/recv"),
+        "missing_dump": (dp, "all_reduce"),
+    }
+    group, op = group_and_op.get(scenario, ("tensor_parallel", "all_reduce"))
+    return sentences[scenario], group, op
+
+
+# --------------------------------------------------------------------------- #
+# Child side: the training-like loop
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class RankContext:
+    """Everything one rank needs during its run."""
+
+    rank: int
+    layout: Layout
+    plan: dict[str, Any]
+    state_dir: Path
+    out_dir: Path
+    deadline: float
+    groups: dict[str, Any] = field(default_factory=dict)
+    members: dict[str, list[int]] = field(default_factory=dict)
+    step: int = 0
+
+    @property
+    def is_culprit(self) -> bool:
+        return self.rank in self.plan["culprits"]
+
+    def fault(self, point: str) -> bool:
+        """True when this rank must misbehave at ``point`` in the current step."""
+        return self.is_culprit and self.step == self.plan["fault_step"] and self.plan["point"] == point
+
+    def log(self, message: str) -> None:
+        elapsed = time.time() - self.plan["started"]
+        print(f"[{elapsed:6.2f}s rank {self.rank}] {message}", flush=True)
+
+    def set_state(self, state: str) -> None:
+        self.log(state)
+        tmp = self.state_dir / f".state_{self.rank}.tmp"
+        tmp.write_text(state)
+        os.replace(tmp, self.state_dir / f"state_{self.rank}")
+
+    def released(self) -> bool:
+        return (self.state_dir / "release").exists() or time.time() > self.deadline
+
+
+def _park(ctx: RankContext) -> None:
+    """Block the main thread until the parent releases the run (bounded)."""
+    while not ctx.released():
+        time.sleep(POLL_S)
+    time.sleep(5.0)  # the dump thread normally exits the process first
+    os._exit(3)
+
+
+def wait_for(ctx: RankContext, work: Any) -> None:
+    """Wait like a training loop would, but never forever.
+
+    A wait that exceeds the block timeout marks this rank blocked; it keeps
+    waiting (so a slow peer can still complete the op) until released.
+    """
+    try:
+        work.wait(timeout=timedelta(seconds=BLOCK_TIMEOUT_S))
+        return
+    except RuntimeError as exc:
+        ctx.log(f"wait raised: {str(exc).splitlines()[0][:200]}")
+        ctx.set_state("blocked")
+    while not work.is_completed():
+        if ctx.released():
+            _park(ctx)
+        time.sleep(POLL_S)
+    try:
+        work.wait(timeout=timedelta(seconds=BLOCK_TIMEOUT_S))
+    except RuntimeError:
+        _park(ctx)
+    ctx.set_state("running")
+
+
+def stuck_in_compute(ctx: RankContext) -> None:
+    """The injected hang: a sleep that only ends when the run is released."""
+    ctx.set_state("stuck")
+    _park(ctx)
+
+
+def broadcast_batch(ctx: RankContext) -> Any:
+    import torch
+    import torch.distributed as dist
+
+    tokens = torch.arange(4 * 128, dtype=torch.int64).reshape(4, 128)
+    src = ctx.members["tp"][0]
+    wait_for(ctx, dist.broadcast(tokens, src=src, group=ctx.groups["tp"], async_op=True))
+    return tokens
+
+
+def forward_tp_layer(ctx: RankContext, hidden: Any) -> Any:
+    import torch
+    import torch.distributed as dist
+
+    tp = ctx.groups["tp"]
+    shard = torch.ones(256, dtype=torch.bfloat16)
+    gathered = torch.empty(256 * ctx.layout.tp, dtype=torch.bfloat16)
+    wait_for(ctx, dist.all_gather_into_tensor(gathered, shard, group=tp, async_op=True))
+
+    partial = hidden.clone()
+    if ctx.fault("tp_forward_all_reduce"):
+        scenario = ctx.plan["scenario"]
+        if scenario in ("stuck_compute", "two_culprits"):
+            stuck_in_compute(ctx)
+        elif scenario == "size_mismatch":
+            partial = torch.empty(0, dtype=torch.float32)
+        elif scenario == "dtype_mismatch":
+            partial = torch.ones(32, 64, dtype=torch.int32)
+        elif scenario == "op_mismatch":
+            src = ctx.members["tp"][0]
+            wait_for(ctx, dist.broadcast(partial, src=src, group=tp, async_op=True))
+            return hidden
+    wait_for(ctx, dist.all_reduce(partial, group=tp, async_op=True))
+    return hidden
+
+
+def backward_tp_layer(ctx: RankContext) -> Any:
+    """Reduce the sequence-parallel gradient shards across the TP group.
+
+    Written as an all_reduce of the full buffer: gloo records
+    reduce_scatter_tensor as exactly this all_reduce anyway, and its gloo work
+    ignores wait(timeout=...), which would let a hung rank block forever.
+    """
+    import torch
+    import torch.distributed as dist
+
+    grads = torch.ones(512 * ctx.layout.tp, dtype=torch.float32)
+    if not ctx.fault("tp_backward_all_reduce"):
+        wait_for(ctx, dist.all_reduce(grads, group=ctx.groups["tp"], async_op=True))
+    return grads[:512]
+
+
+def log_tp_debug_stats(ctx: RankContext) -> None:
+    import torch
+    import torch.distributed as dist
+
+    stats = torch.zeros(3, dtype=torch.float32)
+    wait_for(ctx, dist.all_reduce(stats, group=ctx.groups["tp"], async_op=True))
+
+
+def pipeline_send_activations(ctx: RankContext, activations: Any, dst: int) -> None:
+    import torch.distributed as dist
+
+    wait_for(ctx, dist.isend(activations, dst=dst, group=ctx.groups["pp"]))
+
+
+def pipeline_recv_activations(ctx: RankContext, src: int) -> Any:
+    import torch
+    import torch.distributed as dist
+
+    buf = torch.empty(32, 64, dtype=torch.float32)
+    if ctx.fault("recv_activations"):
+        return buf  # the injected bug: the matching recv is never posted
+    wait_for(ctx, dist.irecv(buf, src=src, group=ctx.groups["pp"]))
+    return buf
+
+
+def pipeline_send_grads(ctx: RankContext, grads: Any, dst: int) -> None:
+    import torch.distributed as dist
+
+    wait_for(ctx, dist.isend(grads, dst=dst, group=ctx.groups["pp"]))
+
+
+def pipeline_recv_grads(ctx: RankContext, src: int) -> Any:
+    import torch
+    import torch.distributed as dist
+
+    buf = torch.empty(32, 64, dtype=torch.float32)
+    wait_for(ctx, dist.irecv(buf, src=src, group=ctx.groups["pp"]))
+    return buf
+
+
+def forward_pipeline_stage(ctx: RankContext) -> Any:
+    import torch
+
+    pp_ranks = ctx.members["pp"]
+    stage = pp_ranks.index(ctx.rank)
+    broadcast_batch(ctx)
+    if stage > 0:
+        hidden = pipeline_recv_activations(ctx, pp_ranks[stage - 1])
+    else:
+        hidden = torch.randn(32, 64)
+    hidden = forward_tp_layer(ctx, hidden)
+    if stage < len(pp_ranks) - 1:
+        pipeline_send_activations(ctx, hidden.float().reshape(32, 64), pp_ranks[stage + 1])
+    return hidden
+
+
+def backward_pipeline_stage(ctx: RankContext) -> None:
+    import torch
+
+    pp_ranks = ctx.members["pp"]
+    stage = pp_ranks.index(ctx.rank)
+    if stage < len(pp_ranks) - 1:
+        pipeline_recv_grads(ctx, pp_ranks[stage + 1])
+    backward_tp_layer(ctx)
+    if stage > 0:
+        pipeline_send_grads(ctx, torch.ones(32, 64), pp_ranks[stage - 1])
+    if ctx.fault("after_backward"):
+        log_tp_debug_stats(ctx)
+
+
+def sync_gradients(ctx: RankContext) -> None:
+    import torch
+    import torch.distributed as dist
+
+    dp = ctx.groups["dp"]
+    bucket0 = torch.ones(4096, dtype=torch.float32)
+    bucket1 = torch.ones(1024, dtype=torch.bfloat16)
+    if ctx.fault("dp_bucket0"):
+        stuck_in_compute(ctx)
+    wait_for(ctx, dist.all_reduce(bucket0, group=dp, async_op=True))
+    if not ctx.fault("dp_bucket1"):
+        wait_for(ctx, dist.all_reduce(bucket1, group=dp, async_op=True))
+
+
+def clip_grad_norm(ctx: RankContext) -> None:
+    import torch
+    import torch.distributed as dist
+
+    norm = torch.tensor([1.0])
+    wait_for(ctx, dist.all_reduce(norm, async_op=True))
+
+
+def checkpoint_barrier(ctx: RankContext) -> None:
+    import torch.distributed as dist
+
+    wait_for(ctx, dist.barrier(async_op=True))
+
+
+def train_step(ctx: RankContext) -> None:
+    forward_pipeline_stage(ctx)
+    backward_pipeline_stage(ctx)
+    sync_gradients(ctx)
+    clip_grad_norm(ctx)
+    if ctx.step % 2 == 1:
+        checkpoint_barrier(ctx)
+
+
+def build_parallel_groups(ctx: RankContext) -> None:
+    """Every rank creates every group, in the same order (c10d requires it)."""
+    import torch.distributed as dist
+
+    layout = ctx.layout
+    for kind, desc, groups in (
+        ("tp", "tensor_parallel", layout.tp_groups()),
+        ("pp", "pipeline_parallel", layout.pp_groups()),
+        ("dp", "data_parallel", layout.dp_groups()),
+    ):
+        for ranks in groups:
+            pg = dist.new_group(ranks, group_desc=desc)
+            if ctx.rank in ranks:
+                ctx.groups[kind] = pg
+                ctx.members[kind] = ranks
+
+
+def _install_named_gloo(world_size: int) -> None:
+    """Make gloo record group name and ranks in the Flight Recorder pg_config.
+
+    Stock c10d builds ProcessGroupGloo from (store, rank, size, timeout) and only
+    then sets options.group_name / global_ranks_in_group, so the recorder sees an
+    empty name and ``[]``. Building it from an Options object that already holds
+    both (the constructor overload that takes options) fills pg_config.
+    """
+    import inspect
+
+    import torch.distributed.distributed_c10d as c10d
+    from torch._C._distributed_c10d import ProcessGroupGloo
+
+    pending: dict[str, Any] = {}
+    original_helper = c10d._new_process_group_helper
+    signature = inspect.signature(original_helper)
+
+    def helper(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        ranks = list(bound.arguments["global_ranks_in_group"])
+        pending["ranks"] = ranks or list(range(world_size))
+        pending["name"] = bound.arguments["group_name"]
+        return original_helper(*args, **kwargs)
+
+    class NamedProcessGroupGloo(ProcessGroupGloo):
+        def __init__(self, store: Any, rank: int, size: int, timeout: timedelta = timedelta(minutes=30)) -> None:
+            options = ProcessGroupGloo._Options()
+            options._timeout = timeout
+            options._devices = [ProcessGroupGloo.create_default_device()]
+            options.global_ranks_in_group = pending["ranks"]
+            options.group_name = pending["name"]
+            super().__init__(store, rank, size, options)
+
+    c10d._new_process_group_helper = helper
+    c10d.ProcessGroupGloo = NamedProcessGroupGloo
+
+
+def _path_rewriter() -> Any:
+    """Map this machine's paths in stack frames to neutral ones."""
+    stdlib = sysconfig.get_paths()["stdlib"].rstrip("/") + "/"
+    prefixes = [
+        (str(REPO_ROOT) + "/", NEUTRAL_OTHER),
+        (sys.prefix.rstrip("/") + "/", NEUTRAL_OTHER),
+        (str(Path.home()).rstrip("/") + "/", NEUTRAL_OTHER),
+    ]
+
+    def rewrite(filename: str) -> str:
+        if not filename.startswith("/"):
+            return filename  # e.g. "<frozen runpy>"
+        if Path(filename).resolve() == SCRIPT_PATH:
+            return NEUTRAL_SCRIPT
+        if "/site-packages/" in filename:
+            return NEUTRAL_SITE_PACKAGES + filename.split("/site-packages/", 1)[1]
+        if "/dist-packages/" in filename:
+            return NEUTRAL_SITE_PACKAGES + filename.split("/dist-packages/", 1)[1]
+        if filename.startswith(stdlib):
+            return NEUTRAL_STDLIB + filename[len(stdlib) :]
+        for prefix, neutral in prefixes:
+            if filename.startswith(prefix):
+                return neutral + filename[len(prefix) :]
+        return NEUTRAL_OTHER + Path(filename).name
+
+    return rewrite
+
+
+def _scrub_dump(raw: bytes) -> tuple[bytes, dict[str, Any]]:
+    """Rewrite frame paths in this rank's own fresh dump, keeping its structure."""
+    protocol = raw[1] if raw[:1] == b"\x80" else 2
+    dump = pickle.loads(raw)  # our own bytes, produced a moment ago in this process
+    rewrite = _path_rewriter()
+    for entry in dump.get("entries", []):
+        for frame in entry.get("frames", []) or []:
+            frame["filename"] = rewrite(frame["filename"])
+    return pickle.dumps(dump, protocol=protocol), dump
+
+
+def _summarize(dump: dict[str, Any]) -> dict[str, Any]:
+    """Small per-rank summary the parent puts into scenario.json ("observed")."""
+    last: dict[str, int] = {}
+    pending = []
+    for e in dump.get("entries", []):
+        name, desc = e["process_group"]
+        key = f"{desc}:{name}"
+        last[key] = max(last.get(key, 0), e["collective_seq_id"])
+        if not e["retired"]:
+            pending.append(
+                f"{desc} pg={name} seq={e['collective_seq_id']} {e['profiling_name']} "
+                f"in={e['input_sizes']} {e['input_dtypes']}"
+            )
+    return {"entries": len(dump.get("entries", [])), "last_seq": last, "pending": pending}
+
+
+def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
+    """Wait for the parent's signal, write the dump, wait for release, exit."""
+    import torch
+
+    while not (ctx.state_dir / "dump_now").exists():
+        if time.time() > ctx.deadline:
+            os._exit(4)
+        time.sleep(POLL_S)
+    if not skip_dump:
+        t0 = time.time()
+        raw = torch._C._distributed_c10d._dump_fr_trace()
+        ctx.log(f"dumped in {time.time() - t0:.2f}s")
+        data, dump = _scrub_dump(raw)
+        summary = ctx.state_dir / f"summary_{ctx.rank}.json"
+        summary.write_text(json.dumps(_summarize(dump)))
+        tmp = ctx.out_dir / f".rank_{ctx.rank}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, ctx.out_dir / f"rank_{ctx.rank}")
+    while not ctx.released():
+        time.sleep(POLL_S)
+    sys.stdout.flush()
+    os._exit(1 if skip_dump else 0)
+
+
+def _warm_up_symbolizer() -> None:
+    """Pay the one-time cost of stack symbolization before forking.
+
+    The first Flight Recorder dump with stack traces spends seconds setting up
+    the symbolizer; done once here, every forked rank inherits it.
+    """
+    try:
+        from torch._C._profiler import gather_traceback, symbolize_tracebacks
+
+        symbolize_tracebacks([gather_traceback(True, True, False)])
+    except (ImportError, RuntimeError):
+        pass
+
+
+def launch_ranks(plan_path: str) -> None:
+    """Import torch once, then fork one process per rank.
+
+    Importing torch costs about two CPU seconds; forking after the import (and
+    before any thread, gloo context or OpenMP pool exists) saves that per rank,
+    which keeps an 8-rank scenario fast on a two-core machine.
+    """
+    import torch.distributed  # noqa: F401
+
+    _warm_up_symbolizer()
+    plan = json.loads(Path(plan_path).read_text())
+    pids = []
+    for rank in range(plan["layout"]["world_size"]):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                run_rank(plan, rank)
+            except BaseException:  # noqa: BLE001  (report, then leave the forked child)
+                traceback.print_exc()
+                sys.stderr.flush()
+            finally:
+                os._exit(5)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+
+
+def run_rank(plan: dict[str, Any], rank: int) -> None:
+    """Body of one rank's process."""
+    layout = Layout(**plan["layout"])
+    ctx = RankContext(
+        rank=rank,
+        layout=layout,
+        plan=plan,
+        state_dir=Path(plan["state_dir"]),
+        out_dir=Path(plan["out_dir"]),
+        deadline=plan["deadline"],
+    )
+    skip_dump = plan["scenario"] == "missing_dump" and ctx.is_culprit
+    threading.Thread(target=_dump_thread, args=(ctx, skip_dump), daemon=True).start()
+
+    import torch
+    import torch.distributed as dist
+
+    torch.manual_seed(plan["seed"] * 1000 + ctx.rank)
+    if plan["fill_pg_config"]:
+        _install_named_gloo(layout.world_size)
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{plan['port']}",
+        rank=ctx.rank,
+        world_size=layout.world_size,
+    )
+    ctx.log("initialized")
+    build_parallel_groups(ctx)
+    ctx.set_state("running")
+    for step in range(plan["steps"]):
+        ctx.step = step
+        ctx.log(f"step {step}")
+        train_step(ctx)
+    ctx.set_state("done")
+    _park(ctx)
+
+
+# --------------------------------------------------------------------------- #
+# Parent side
+# --------------------------------------------------------------------------- #
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER_SIZE)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if "GLOO_SOCKET_IFNAME" not in env and Path("/sys/class/net/lo").exists():
+        env["GLOO_SOCKET_IFNAME"] = "lo"
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+def _fault_point(scenario: str, layout: Layout) -> str | None:
+    return {
+        "healthy": None,
+        "stuck_compute": "tp_forward_all_reduce",
+        "skip_collective": "dp_bucket1" if layout.dp > 1 else "tp_backward_all_reduce",
+        "extra_collective": "after_backward",
+        "size_mismatch": "tp_forward_all_reduce",
+        "dtype_mismatch": "tp_forward_all_reduce",
+        "op_mismatch": "tp_forward_all_reduce",
+        "p2p_unposted": "recv_activations",
+        "missing_dump": "dp_bucket0",
+        "two_culprits": "tp_forward_all_reduce",
+    }[scenario]
+
+
+def _wait_until(predicate: Any, deadline: float, launcher: subprocess.Popen) -> bool:
+    while time.time() < deadline:
+        if predicate():
+            return True
+        if launcher.poll() is not None:
+            return predicate()
+        time.sleep(POLL_S)
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the launcher's process group is still running."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def generate(
+    scenario: str,
+    out_dir: Path,
+    world_size: int = 8,
+    culprit: int | None = None,
+    seed: int = 0,
+    fill_pg_config: bool = False,
+    steps: int = 4,
+    *,
+    tp: int | None = None,
+    pp: int | None = None,
+) -> dict:
+    """Run one scenario with real processes; write the dumps and scenario.json.
+
+    Returns the scenario.json content. Raises RuntimeError if the run did not
+    produce the expected dump files before its deadline.
+    """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; choose from {sorted(SCENARIOS)}")
+    if steps < 2:
+        raise ValueError("steps must be >= 2")
+    import torch
+
+    layout = default_layout(world_size, tp, pp)
+    culprits = _choose_culprits(scenario, layout, culprit, seed)
+    fault_step = _fault_step(steps)
+    fault, group_desc, op = _describe(scenario, culprits, layout, fault_step)
+    suspects = sorted(culprits)
+    if scenario == "p2p_unposted":
+        pp_ranks = layout.group_of(layout.pp_groups(), culprits[0])
+        sender = pp_ranks[pp_ranks.index(culprits[0]) - 1]
+        suspects = sorted([culprits[0], sender])
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in list(out_dir.glob("rank_*")) + [out_dir / "scenario.json"]:
+        old.unlink(missing_ok=True)
+
+    work = Path(tempfile.mkdtemp(prefix="fr_generate_"))
+    started = time.time()
+    budget = 40.0 + 2.0 * world_size + 2.0 * steps
+    plan = {
+        "scenario": scenario,
+        "layout": {"world_size": world_size, "tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
+        "culprits": culprits,
+        "fault_step": fault_step,
+        "point": _fault_point(scenario, layout),
+        "steps": steps,
+        "seed": seed,
+        "fill_pg_config": fill_pg_config,
+        "port": _free_port(),
+        "state_dir": str(work),
+        "out_dir": str(out_dir.resolve()),
+        "started": started,
+        "deadline": started + budget,
+    }
+    plan_path = work / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+
+    log = open(work / "log.txt", "wb")  # noqa: SIM115
+    launcher = subprocess.Popen(
+        [sys.executable, str(SCRIPT_PATH), "--_launch", str(plan_path)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=_child_env(),
+        cwd=str(work),
+        start_new_session=True,  # one process group: the launcher and its ranks
+    )
+    try:
+
+        def quiescent() -> bool:
+            states = []
+            for r in range(world_size):
+                try:
+                    states.append((work / f"state_{r}").read_text())
+                except FileNotFoundError:
+                    return False
+            return all(s in ("done", "blocked", "stuck") for s in states)
+
+        deadline = plan["deadline"] - 5.0
+        # Look twice, a moment apart, so that a wait finishing right now is not missed.
+        ok = _wait_until(quiescent, deadline, launcher)
+        time.sleep(0.3)
+        if not (ok and quiescent()):
+            raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
+        (work / "dump_now").touch()
+        missing = set(culprits) if scenario == "missing_dump" else set()
+        expected = [out_dir / f"rank_{r}" for r in range(world_size) if r not in missing]
+        if not _wait_until(lambda: all(p.exists() for p in expected), deadline, launcher):
+            raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
+        (work / "release").touch()
+        try:
+            launcher.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            pass
+        summaries = {}
+        for r in range(world_size):
+            path = work / f"summary_{r}.json"
+            if path.exists():
+                summaries[str(r)] = json.loads(path.read_text())
+    finally:
+        if launcher.poll() is None or _group_alive(launcher.pid):
+            try:
+                os.killpg(launcher.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            launcher.wait()
+        log.close()
+        if sys.exc_info()[0] is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    info = {
+        "scenario": scenario,
+        "world_size": world_size,
+        "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
+        "injected_ranks": culprits,
+        "fault": fault,
+        "fault_step": None if scenario == "healthy" else fault_step,
+        "fault_group_desc": group_desc,
+        "fault_op": op,
+        "steps": steps,
+        "expected": {
+            "failure_class": EXPECTED_CLASS[scenario],
+            "suspect_ranks": suspects,
+        },
+        "observed": _observed(summaries, world_size),
+        "torch_version": torch.__version__,
+        "seed": seed,
+        "fill_pg_config": fill_pg_config,
+        "generation_seconds": round(time.time() - started, 1),
+    }
+    if scenario == "p2p_unposted":
+        info["expected"]["note"] = P2P_NOTE
+    (out_dir / "scenario.json").write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+P2P_NOTE = (
+    "gloo records no send/recv entries, so the unposted recv is invisible. The "
+    "sender (previous pipeline stage) blocks in its send and the culprit later "
+    "blocks in its own send of gradients back to it; neither has a pending entry, "
+    "and each is missing from a collective its TP or DP peers are waiting in. "
+    "Both are therefore the visible suspects (missing participants)."
+)
+
+
+def _observed(summaries: dict[str, Any], world_size: int) -> dict[str, Any]:
+    """What the written dumps actually show: pending entries per rank."""
+    return {
+        "dumps_missing": [r for r in range(world_size) if str(r) not in summaries],
+        "ranks_without_pending_entries": [int(r) for r, s in summaries.items() if not s["pending"]],
+        "pending": {r: s["pending"] for r, s in summaries.items() if s["pending"]},
+        "last_seq": {r: s["last_seq"] for r, s in summaries.items()},
+    }
+
+
+def _log_tail(work: Path, lines: int = 30) -> str:
+    text = (work / "log.txt").read_text(errors="replace").strip().splitlines()
+    return f"(logs in {work})\n" + "\n".join(text[-lines:])
+
+
+def generate_all(root: Path = SAMPLE_DIR) -> None:
+    """Regenerate every committed set under ``root``."""
+    for name, kwargs in ALL_SETS.items():
+        t0 = time.time()
+        info = generate(out_dir=root / name, **kwargs)
+        print(f"{name:28s} W={info['world_size']:<3d} culprits={info['injected_ranks']} ({time.time() - t0:.1f}s)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--world-size", type=int, default=8)
+    parser.add_argument("--culprit", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--tp", type=int, default=None)
+    parser.add_argument("--pp", type=int, default=None)
+    parser.add_argument("--fill-pg-config", action="store_true")
+    parser.add_argument("--all", action="store_true", help="regenerate every committed set")
+    parser.add_argument("--_launch", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args._launch is not None:
+        launch_ranks(args._launch)
+        return
+    if args.all:
+        generate_all()
+        return
+    if not args.scenario or not args.out:
+        parser.error("--scenario and --out are required (or use --all)")
+    info = generate(
+        args.scenario,
+        args.out,
+        world_size=args.world_size,
+        culprit=args.culprit,
+        seed=args.seed,
+        fill_pg_config=args.fill_pg_config,
+        steps=args.steps,
+        tp=args.tp,
+        pp=args.pp,
+    )
+    print(json.dumps(info, indent=2))
+
+
+if __name__ == "__main__":
+    main()
