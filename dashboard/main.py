@@ -37,15 +37,8 @@ def run(argv: Sequence[str]) -> None:
     report = loaded.report
 
     if report.ranks_loaded == 0:
-        if report.file_errors:
-            st.error("None of the files could be read as a Flight Recorder dump.")
-            verdict.file_errors(report)
-        else:
-            st.error(
-                md_escape(
-                    f"No Flight Recorder dumps found in {source.path} (expected files such as rank_0, rank_1, …)."
-                )
-            )
+        st.error(md_escape(f"No Flight Recorder dump could be read from {source.path}."))
+        verdict.file_errors(report, nothing_loaded=True)
         return
 
     verdict.render(report)

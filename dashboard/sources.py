@@ -28,14 +28,17 @@ class Args:
 
     dumps: str | None = None
     """Folder (or file, glob, prefix) holding the per-rank dumps to open."""
+    samples: Path = SAMPLE_ROOT
+    """Folder whose sub-folders are the sample scenarios offered in the sidebar."""
 
 
 def parse_args(argv: Sequence[str]) -> Args:
     """Parse the app's own options; unknown ones are ignored so Streamlit's never clash."""
     parser = argparse.ArgumentParser(prog="dashboard/app.py", add_help=False)
     parser.add_argument("--dumps", default=os.environ.get("FLIGHTDECK_DUMPS"))
+    parser.add_argument("--samples", default=os.environ.get("FLIGHTDECK_SAMPLES"))
     ns, _ = parser.parse_known_args(list(argv))
-    return Args(dumps=ns.dumps or None)
+    return Args(dumps=ns.dumps or None, samples=Path(ns.samples) if ns.samples else SAMPLE_ROOT)
 
 
 def sample_scenarios(root: Path = SAMPLE_ROOT) -> list[str]:

@@ -144,3 +144,27 @@ def suspect_stack(report: Report, rank: int) -> tuple[str, list[str]]:
     last = mine.sort_values(s.RECORD_ID).iloc[-1]
     where = f"newest entry with a stack: group {last[s.PG_NAME]} seq {last[s.SEQ]} ({last[s.OP]}, {last[s.STATE]})"
     return where, views.stack_frames(a, int(last[s.STACK_ID]))
+
+
+def cell_stack(report: Report, pg_key: str, rank: int, seq: int) -> tuple[dict[str, Any] | None, bool, list[str]]:
+    """The entry the drill-down shows for (rank, seq) of a group, and its call stack.
+
+    Returns ``(entry, exact, frames)``: the rank's entry at ``seq`` when it has one
+    (``exact`` True); otherwise its newest entry in that group (the collective it is
+    waiting in or last got to), or None when it recorded nothing there.
+    """
+    from analysis import schema as s
+    from analysis import views
+
+    a = report.analysis
+    entry = views.entry_at(a, pg_key, rank, seq)
+    exact = entry is not None
+    if entry is None:
+        e = a.dumps.entries
+        name = a.groups.groups[pg_key].name
+        mine = e.loc[(e[s.RANK] == rank) & (e[s.PG_NAME].astype(str) == name)]
+        if not mine.empty:
+            row = mine.sort_values(s.RECORD_ID).iloc[-1]
+            entry = {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+    sid = None if entry is None else entry.get(s.STACK_ID)
+    return entry, exact, views.stack_frames(a, None if sid is None else int(sid))

@@ -9,10 +9,12 @@ from analysis import views
 from analysis.grid import STATE_NAMES
 
 from .. import data, tables
+from .text import md_escape
 
 
 def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> None:
-    a = loaded.report.analysis
+    report = loaded.report
+    a = report.analysis
     group = a.groups.groups[pg_key]
     if cell is None:
         st.caption("Select a cell in the heatmap to see that rank's entry, call stack and recent history.")
@@ -21,46 +23,51 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
     if rank not in group.ranks:
         st.caption(f"Rank {rank} is not a member of this group; select a cell in the heatmap.")
         return
-    st.subheader(f"rank {rank} · seq {seq}")
-    entry = views.entry_at(a, pg_key, rank, seq)
-    majority = views.majority_stack(a, pg_key, seq)
-    peers = dict(views.stacks_at(a, pg_key, seq))
-    if entry is not None:
-        where = f"state {entry.get(s.STATE)}"
-        stack_id = entry.get(s.STACK_ID)
-    else:
-        state_name = _state_name(loaded, pg_key, rank, seq)
-        where, stack_id = _newest_stack(a, pg_key, rank)
-        st.warning(
-            f"Rank {rank} has no entry at seq {seq} of this group ({state_name}). "
-            f"Its call stack below is from its newest entry in this group: {where}."
+    st.subheader(f"rank {rank} · seq {seq}", anchor=False)
+    entry, exact, frames = tables.cell_stack(report, pg_key, rank, seq)
+    if not exact:
+        where = (
+            f"its newest entry in this group is seq {entry.get(s.SEQ)} {entry.get(s.OP)} ({entry.get(s.STATE)})"
+            if entry
+            else "it recorded no entry in this group"
         )
-    frames = views.stack_frames(a, None if stack_id is None else int(stack_id))
+        st.warning(
+            md_escape(f"Rank {rank} has no entry at seq {seq} ({_state_name(loaded, pg_key, rank, seq)}): {where}.")
+        )
 
     left, right = st.columns([1, 1.4])
     with left:
-        st.markdown("**Entry at this seq**")
+        st.markdown("**Entry at this seq**" if exact else "**Newest entry of this rank in the group**")
         if entry is not None:
             st.dataframe(tables.entry_table(entry), hide_index=True, width="stretch", height=360)
         else:
             st.text("(no entry)")
     with right:
         st.markdown(f"**Call stack of rank {rank}** (innermost frame first)")
-        st.code(tables.frames_text(frames), language=None, wrap_lines=False)
-        if majority is not None and stack_id is not None and int(stack_id) != majority:
-            n_major = len(peers.get(majority, []))
-            st.markdown(
-                f"**Differs from the majority's stack at seq {seq}** ({n_major} ranks; + this rank, - majority, outermost first)"
-            )
-            diff = views.stack_diff(frames, views.stack_frames(a, majority))
-            st.code(tables.diff_text(diff), language="diff")
-        elif majority is not None and stack_id is not None:
-            st.caption(f"Same call stack as the majority at this seq ({len(peers.get(majority, []))} ranks).")
-        elif stack_id is None and frames == []:
-            st.caption("This dump recorded no call stacks (NCCL builds may omit them).")
+        st.code(tables.frames_text(frames), language=None)
+        _diff_against_majority(a, pg_key, seq, entry, frames)
 
     st.markdown(f"**Newest entries of rank {rank}** (all groups, newest first)")
     st.dataframe(views.last_entries(a, rank, 20), hide_index=True, width="stretch", height=280)
+
+
+def _diff_against_majority(a, pg_key: str, seq: int, entry: dict | None, frames: list[str]) -> None:
+    peers = views.stacks_at(a, pg_key, seq)
+    majority = peers[0][0] if peers else None
+    mine = None if entry is None else entry.get(s.STACK_ID)
+    if majority is None or not frames:
+        if not frames:
+            st.caption("No call stack recorded for this entry (NCCL dumps may omit them).")
+        return
+    n_major = len(peers[0][1])
+    if mine is not None and int(mine) == majority:
+        st.caption(f"Same call stack as the majority at seq {seq} ({n_major} ranks).")
+        return
+    st.markdown(
+        f"**How it differs from the majority's stack at seq {seq}** ({n_major} ranks; "
+        "`+` this rank, `-` majority, outermost frame first)"
+    )
+    st.code(tables.diff_text(views.stack_diff(frames, views.stack_frames(a, majority))), language="diff")
 
 
 def _state_name(loaded: data.Loaded, pg_key: str, rank: int, seq: int) -> str:
@@ -69,18 +76,3 @@ def _state_name(loaded: data.Loaded, pg_key: str, rank: int, seq: int) -> str:
     if not rows.size or not len(g.seqs) or not (g.seqs[0] <= seq <= g.seqs[-1]):
         return "outside the recorded window"
     return STATE_NAMES[int(g.codes[rows[0], seq - int(g.seqs[0])])]
-
-
-def _newest_stack(a, pg_key: str, rank: int) -> tuple[str, int | None]:
-    e = a.dumps.entries
-    name = a.groups.groups[pg_key].name
-    mine = e.loc[(e[s.RANK] == rank) & (e[s.PG_NAME].astype(str) == name)]
-    if mine.empty:
-        mine = e.loc[e[s.RANK] == rank]
-        if mine.empty:
-            return "no entries recorded", None
-    with_stack = mine.loc[mine[s.STACK_ID].notna()]
-    row = (with_stack if not with_stack.empty else mine).sort_values(s.RECORD_ID).iloc[-1]
-    sid = row[s.STACK_ID]
-    where = f"seq {row[s.SEQ]} {row[s.OP]} ({row[s.STATE]})"
-    return where, (None if sid is None or str(sid) in ("<NA>", "nan") else int(sid))

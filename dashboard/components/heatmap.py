@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
 import streamlit as st
+
+from analysis.grid import Grid
 
 from .. import data, figures, selection, state
 
 
 def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
     """Draw the group's heatmap and return the selected (rank, seq), if any."""
-    ss = st.session_state
     report = loaded.report
-    grid = data.grid(loaded, pg_key)
+    w = report.wavefront
+    return render_grid(
+        data.grid(loaded, pg_key),
+        lambda window: data.heatmap_view(loaded, pg_key, window),
+        wavefront_seq=w.collective_seq_id if w is not None and w.pg_key == pg_key else None,
+        suspects=report.suspect_ranks,
+    )
+
+
+ViewFor = Callable[[tuple[int, int, int, int] | None], tuple[figures.HeatmapView, np.ndarray | None]]
+
+
+def render_grid(
+    grid: Grid, view_for: ViewFor, *, wavefront_seq: int | None = None, suspects: Sequence[int] = ()
+) -> tuple[int, int] | None:
+    """Draw any group grid; ``view_for(window)`` returns the (cached) view and hover labels."""
+    ss = st.session_state
+    pg_key = grid.pg_key
     if grid.codes.size == 0:
         st.info("No collective of this group was recorded in the dumps' buffers.")
         return state.get_cell(ss)
 
     window = state.get_window(ss, pg_key)
-    view, hover = data.heatmap_view(loaded, pg_key, _tuple(window))
+    view, hover = view_for(_tuple(window))
     chart_key = _chart_key(pg_key, window)
     # The click arrives as this chart's widget value at the start of the next run.
     event = ss.get(chart_key)
@@ -31,11 +52,9 @@ def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
         elif act is not None and act.region is not None:
             window = state.Window(pg_key, *act.region)
             state.set_window(ss, window)
-            view, hover = data.heatmap_view(loaded, pg_key, _tuple(window))
+            view, hover = view_for(_tuple(window))
             chart_key = _chart_key(pg_key, window)
 
-    w = report.wavefront
-    wave_seq = w.collective_seq_id if w is not None and w.pg_key == pg_key else None
     cell = state.get_cell(ss)
     head, back = st.columns([5, 1])
     text = view.describe()
@@ -48,9 +67,7 @@ def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
     elif not view.aggregated:
         text += " Click a cell to see that rank's entry and call stack; drag a box to zoom."
     head.caption(text)
-    fig = figures.heatmap_figure(
-        view, hover=hover, wavefront_seq=wave_seq, suspects=report.suspect_ranks, selected=cell
-    )
+    fig = figures.heatmap_figure(view, hover=hover, wavefront_seq=wavefront_seq, suspects=suspects, selected=cell)
     st.plotly_chart(
         fig,
         key=chart_key,

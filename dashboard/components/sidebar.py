@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from .. import state
-from ..sources import SAMPLE_ROOT, Args, default_scenario, sample_scenarios, write_uploads
+from ..sources import Args, default_scenario, sample_scenarios, write_uploads
 from ..tables import group_label
 
 
@@ -24,11 +24,12 @@ class Source:
     note: str | None = None
 
 
-def dump_source(args: Args, sample_root: Path = SAMPLE_ROOT) -> Source | None:
+def dump_source(args: Args) -> Source | None:
     """Draw the source pickers; the chosen dump set, or None (with a message) when there is none yet."""
     ss = st.session_state
     sb = st.sidebar
     sb.header("Dumps")
+    sample_root = args.samples
     scenarios = sample_scenarios(sample_root)
     if state.SOURCE not in ss:
         ss[state.SOURCE] = state.SOURCE_FOLDER if args.dumps or not scenarios else state.SOURCE_SAMPLE

@@ -42,10 +42,13 @@ def render(report: Report) -> None:
     file_errors(report)
 
 
-def file_errors(report: Report) -> None:
+def file_errors(report: Report, nothing_loaded: bool = False) -> None:
     """Files that could not be used, by name and reason; the rest of the page still shows."""
     if not report.file_errors:
         return
     n = len(report.file_errors)
-    st.warning(f"{n} file{'s' if n != 1 else ''} could not be used; the analysis covers the remaining dumps.")
+    if nothing_loaded:
+        st.markdown(f"**Why** ({n} problem{'s' if n != 1 else ''}):")
+    else:
+        st.warning(f"{n} file{'s' if n != 1 else ''} could not be used; the analysis covers the remaining dumps.")
     st.dataframe(file_errors_table(report), hide_index=True, width="stretch")
