@@ -363,7 +363,7 @@ def arrivals_figure(arrivals: pd.DataFrame, suspects: Sequence[int] = ()) -> go.
     colors = np.where(issued, "#607d8b", STATE_COLORS[NOT_ISSUED])
     suspects_set = {int(r) for r in suspects}
     heights = np.where(issued, delay, top * 1.05)
-    text = np.where(issued, "", "never issued")
+    text = np.where(issued, [f"{d:.1f} ms" for d in delay], "never issued")
     fig = go.Figure(
         go.Bar(
             x=[str(r) for r in ranks],
@@ -373,7 +373,7 @@ def arrivals_figure(arrivals: pd.DataFrame, suspects: Sequence[int] = ()) -> go.
                 "line": {"color": [SUSPECT_COLOR if r in suspects_set else "rgba(0,0,0,0)" for r in ranks], "width": 2},
             },
             text=text,
-            textposition="inside",
+            textposition="auto",
             customdata=np.stack([ranks, issued.astype(int)], axis=1),
             hovertemplate="rank %{customdata[0]}<br>%{y:.1f} ms after the first<extra></extra>",
         )

@@ -331,3 +331,14 @@ def test_args_and_fingerprint(tmp_path):
     (tmp_path / "rank_1").write_bytes(b"y")
     assert sources.fingerprint(str(tmp_path)) != before
     assert tables.compact_ranks([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+
+
+@pytest.mark.parametrize("scenario", sources.sample_scenarios() or ["(none committed)"])
+def test_every_sample_scenario_renders(monkeypatch, scenario):
+    if scenario not in sources.sample_scenarios():
+        pytest.skip("no sample scenarios committed")
+    at = _app(monkeypatch)
+    at.query_params["scenario"] = scenario
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert _metrics(at)["Verdict"] in ("HANG", "MISMATCH", "HEALTHY")

@@ -44,7 +44,7 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
             st.text("(no entry)")
     with right:
         st.markdown(f"**Call stack of rank {rank}** (innermost frame first)")
-        st.code(tables.frames_text(frames), language=None)
+        st.code(tables.frames_text(frames), language=None, wrap_lines=True)
         _diff_against_majority(a, pg_key, seq, entry, frames)
 
     st.markdown(f"**Newest entries of rank {rank}** (all groups, newest first)")

@@ -30,8 +30,10 @@ def render(loaded: data.Loaded, pg_key: str) -> None:
     if not groups:
         st.text("No rank recorded an entry at this seq.")
     for k, (stack_id, ranks) in enumerate(groups[:6]):
-        label = "majority" if k == 0 and len(groups) > 1 else ("" if len(groups) == 1 else "minority")
-        st.caption(f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''} {label}: {tables.compact_ranks(ranks, 20)}")
-        st.code(tables.frames_text(views.stack_frames(a, stack_id)), language=None)
+        who = f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''}: {tables.compact_ranks(ranks, 20)}"
+        if len(groups) > 1:
+            who = ("Majority, " if k == 0 else "Minority, ") + who
+        st.caption(who)
+        st.code(tables.frames_text(views.stack_frames(a, stack_id)), language=None, wrap_lines=True)
     if len(groups) > 6:
         st.caption(f"… and {len(groups) - 6} more distinct stacks.")

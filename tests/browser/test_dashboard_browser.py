@@ -83,6 +83,13 @@ def test_click_suspect_cell_shows_its_call_stack(serve, page, stuck_dumps):
     reload = time.perf_counter() - t0
     _record("stuck_compute", first_visible_s=visible, click_to_stack_s=click, deep_link_s=reload)
 
+    # The postmortem export is built on click and opens without a network.
+    page.get_by_role("tab", name="Export").click()
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name="HTML report (opens offline)").click()
+    html = Path(download.value.path()).read_text()
+    assert "Verdict:" in html and "<script src=" not in html and f"Rank {rank}" in html
+
 
 def test_large_grid_aggregates_and_block_click_opens_region(serve, page):
     server = serve(SYNTHETIC_APP)
