@@ -11,20 +11,13 @@ import pandas as pd
 from . import schema as s
 from .cells import build_cells
 from .groups import GroupIndex, ProcessGroup, build_groups
+from .hang import HangExplainer, group_label, ranks_text
 from .load import DumpSet
 from .mismatch import Mismatch, find_mismatches
+from .order import ProgramOrder
 from .progress import Progress, compute_progress
 from .report import Report, Wavefront
-from .waitfor import (
-    NO_DUMP,
-    NO_RECORD,
-    NOT_ISSUED,
-    P2P_UNMATCHED,
-    WaitGraph,
-    build_wait_graph,
-    reaches,
-    root_components,
-)
+from .waitfor import WaitGraph, build_wait_graph, reaches
 
 _CLASS_PRIORITY = (
     "desync",
@@ -51,6 +44,13 @@ class Analysis:
     mismatches: list[Mismatch]
     graph: WaitGraph
     missing_dumps: list[int]
+
+    @property
+    def records_p2p(self) -> bool:
+        """False for gloo dumps: gloo's Flight Recorder writes no send/recv entries."""
+        names = self.dumps.entries[s.PROFILING_NAME]
+        cats = names.cat.categories if hasattr(names, "cat") else names.unique()
+        return not (len(cats) and all(str(c).startswith("gloo:") for c in cats))
 
 
 def _estimate_world(index: GroupIndex, have_dump: set[int]) -> int:
@@ -126,10 +126,15 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     return Analysis(dumps, index, progress, cells, mismatches, graph, missing)
 
 
-def _group_label(g: ProcessGroup) -> str:
-    ranks = list(g.ranks)
-    shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
-    return f"group {g.name} ({g.desc or 'no description'}, ranks [{shown}])"
+def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
+    """When the earliest decisive mismatch was issued (ns), if the dumps have times."""
+    times = []
+    c = a.cells
+    for m in decisive:
+        hit = c.loc[(c[s.PG_KEY] == m.pg_key) & (c[s.SEQ] == m.seq), s.T_CREATED].dropna()
+        if len(hit):
+            times.append(int(hit.min()))
+    return min(times) if times else None
 
 
 def _cell_detail(a: Analysis, key: str, seq: int, rank: int) -> str:
@@ -150,7 +155,7 @@ def _mismatch_evidence(a: Analysis, m: Mismatch) -> str:
     basis = (
         "the sibling groups with the same description" if m.decided_by == "siblings" else "the majority of the group"
     )
-    return f"At seq {m.seq} of {_group_label(g)} the {what} differ: {found}, while {basis} issued {m.expected}."
+    return f"At seq {m.seq} of {group_label(g)} the {what} differ: {found}, while {basis} issued {m.expected}."
 
 
 def _summarize_progress(a: Analysis) -> list[dict[str, Any]]:
@@ -211,89 +216,17 @@ def verdict(a: Analysis) -> Report:
     mismatch_groups = {m.pg_key for m in decisive}
     mismatch_members = {r for k in mismatch_groups for r in a.groups.groups[k].ranks}
 
-    # 2. The hang: roots of the wait-for graph.
-    pending = a.cells.loc[~a.cells["done"].to_numpy() & a.cells[s.T_CREATED].notna().to_numpy()]
-    created = {
-        (str(k), int(r), int(q)): int(t)
-        for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
-    }
-    roots = root_components(graph)
-    into: dict[int, list] = defaultdict(list)
-    for e in graph.edges:
-        into[e.blocker].append(e)
-    hang_ranks: set[int] = set()
-    unresolved_cycle = False
-    for comp in roots:
-        if suspect_class and all(r in mismatch_members for r in comp):
-            continue  # a consequence of the desync found above
-        if len(comp) > 1:
-            unresolved_cycle = True
-        for r in comp:
-            hang_ranks.add(r)
-            incoming = [e for e in into.get(r, []) if e.waiter not in comp] or into.get(r, [])
-            if r in graph.stragglers:
-                b = graph.stragglers[r]
-                g = a.groups.groups[b.pg_key]
-                suspect_class.setdefault(r, "stalled_in_flight")
-                peers = [
-                    p
-                    for p in g.ranks
-                    if p != r
-                    and (pp := a.progress.get((g.key, p)))
-                    and pp.completed is not None
-                    and pp.completed >= b.seq
-                ]
-                evidence.append(
-                    f"Rank {r} is stuck at seq {b.seq} ({b.op or 'collective'}) of {_group_label(g)}, which "
-                    f"{_ranks_text(peers)} already completed: the collective is not progressing on rank {r} "
-                    f"itself (its GPU, driver or network path)."
-                )
-                if wave is None:
-                    wave = (g.key, b.seq, b.op)
-            elif incoming:
-                reasons = Counter(e.reason for e in incoming)
-                # Where progress diverged first: the wait whose pending op was issued earliest.
-                e0 = min(
-                    incoming,
-                    key=lambda e: (e.reason != NOT_ISSUED, created.get((e.pg_key, e.waiter, e.seq), _NEVER), e.seq),
-                )
-                g = a.groups.groups.get(e0.pg_key)
-                waiters = sorted({e.waiter for e in incoming if e.pg_key == e0.pg_key and e.seq == e0.seq})
-                if reasons.get(NO_DUMP):
-                    cls = "missing_dump"
-                    text = f"Rank {r} wrote no dump (process died or the file is lost); {_ranks_text(waiters)} wait for it at seq {e0.seq} ({e0.op or 'op'}) of {_group_label(g)}."
-                elif reasons.get(P2P_UNMATCHED) and not reasons.get(NOT_ISSUED):
-                    cls = "p2p_unmatched"
-                    text = f"Rank {r} never posted the {('recv' if e0.op == 'send' else 'send')} matching {_ranks_text(waiters)}'s pending {e0.op} in {_group_label(g)} (p2p seq {e0.seq})."
-                elif reasons.get(NO_RECORD) and not reasons.get(NOT_ISSUED):
-                    cls = "missing_participant"
-                    text = f"Rank {r} has no record of {_group_label(g)} while {_ranks_text(waiters)} wait at seq {e0.seq} ({e0.op or 'op'})."
-                else:
-                    cls = "missing_participant"
-                    p = a.progress.get((e0.pg_key, r))
-                    last = (
-                        f"its last was seq {p.enqueued}"
-                        if p and p.enqueued is not None and p.enqueued >= 0
-                        else "it issued none in the window"
-                    )
-                    detail = _cell_detail(a, e0.pg_key, e0.seq, waiters[0]) if waiters else ""
-                    text = (
-                        f"Rank {r} never issued seq {e0.seq} of {_group_label(g)} ({last}); "
-                        f"{_ranks_text(waiters)} issued it and wait{'s' if len(waiters) == 1 else ''}"
-                        + (f" ({detail})" if detail else "")
-                        + "."
-                    )
-                    own = [b for b in graph.blocked if b.rank == r]
-                    if not own:
-                        text += f" Rank {r} itself waits on no collective: it is stuck before issuing (CPU side: compute, data loading, a lock) or diverged."
-                suspect_class.setdefault(r, cls)
-                evidence.append(text)
-                if wave is None or (not a.mismatches and len(waiters) > 0 and wave[1] is None):
-                    wave = (e0.pg_key, e0.seq, e0.op)
-        if len(comp) > 1:
-            evidence.append(
-                f"Ranks {', '.join(map(str, comp))} wait on each other in a cycle; the dumps do not say which one diverged first."
-            )
+    # 2. The hang: roots of the wait-for graph, explained.
+    order = ProgramOrder(a.cells, a.dumps.entries, {k: g.desc for k, g in a.groups.groups.items()})
+    explainer = HangExplainer(a, order, _mismatch_since(a, decisive), mismatch_members if suspect_class else set())
+    findings = explainer.explain()
+    unresolved_cycle = explainer.unresolved
+    for f in sorted(findings, key=lambda f: (f.since, f.rank)):
+        suspect_class.setdefault(f.rank, f.failure_class)
+        evidence.append(f.evidence)
+        if wave is None and f.pg_key is not None:
+            wave = (f.pg_key, f.seq, f.op)
+    evidence.extend(explainer.notes)
 
     # 3. Everyone issued it, nobody finished: stalled in flight.
     if not suspect_class and graph.stalled:
@@ -302,7 +235,7 @@ def verdict(a: Analysis) -> Report:
         op = next((b.op for b in graph.blocked if b.pg_key == key and b.seq == q), None)
         wave = (key, q, op)
         evidence.append(
-            f"Every member of {_group_label(g)} issued seq {q} ({op or 'collective'}) and none completed it: "
+            f"Every member of {group_label(g)} issued seq {q} ({op or 'collective'}) and none completed it: "
             f"the collective is stuck in flight (GPU, NCCL or network), with no rank behind on the CPU side."
         )
 
@@ -337,7 +270,7 @@ def verdict(a: Analysis) -> Report:
             wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, wave[1], wave[2])
     if victims:
         evidence.append(
-            f"{len(victims)} rank(s) are blocked waiting, directly or through others: {_ranks_text(victims, 24)}."
+            f"{len(victims)} rank(s) are blocked waiting, directly or through others: {ranks_text(victims, 24)}."
         )
     summary = _summary(verdict_word, failure_class, suspects, wavefront, len(victims), len(a.dumps.ranks))
     return Report(
@@ -356,15 +289,6 @@ def verdict(a: Analysis) -> Report:
         suspect_classes=suspect_class,
         analysis=a,
     )
-
-
-def _ranks_text(ranks: list[int], limit: int = 8) -> str:
-    if not ranks:
-        return "no rank"
-    word = "rank" if len(ranks) == 1 else "ranks"
-    shown = ", ".join(map(str, ranks[:limit]))
-    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
-    return f"{word} {shown}{more}"
 
 
 _CLASS_WORDS = {
@@ -408,7 +332,7 @@ def _summary(
         return (
             f"The job {'hangs' if verdict_word == 'hang' else 'diverged'}{where}, but no single rank can be isolated."
         )
-    who = _ranks_text(suspects, 12).capitalize()
+    who = ranks_text(suspects, 12).capitalize()
     one, many = _CLASS_WORDS.get(failure_class, (failure_class, failure_class))
     words = one if len(suspects) == 1 else many
     blocked = f"; {n_victims} other rank(s) wait on {'it' if len(suspects) == 1 else 'them'}" if n_victims else ""

@@ -156,4 +156,6 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
             index.key_of[(r, name)] = name
     for g in index.groups.values():
         g.has_p2p = g.name in p2p_names
+        if not g.desc:  # some writers leave pg_config's desc empty; the entries carry it
+            g.desc = desc_of.get(g.name, "")
     return index

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,8 @@ class Limits:
     max_frames: int = 4096
     max_tensors: int = 65_536
     max_groups: int = 1_000_000
+    max_rank: int = 1 << 22
+    """Highest global rank a file name or a group's rank list may name."""
 
 
 DEFAULT_LIMITS = Limits()
@@ -58,6 +61,8 @@ _TORCH_INTERNAL = ("/torch/", "c10d_logger.py")
 
 
 def _describe(value: Any) -> str:
+    if type(value) is int and not -(10**30) < value < 10**30:
+        return f"an integer of {value.bit_length()} bits"  # str() refuses > 4300 digits
     text = repr(value) if isinstance(value, (int, float, bool, type(None))) else type(value).__name__
     return text[:40]
 
@@ -68,7 +73,7 @@ def _require_int(value: Any, what: str) -> int:
             return int(value)
         raise DumpFormatError(f"{what} is {_describe(value)}, expected an integer")
     if not -(2**63) <= value < 2**63:
-        raise DumpFormatError(f"{what} = {value} does not fit in 64 bits")
+        raise DumpFormatError(f"{what} = {_describe(value)} does not fit in 64 bits")
     return value
 
 
@@ -88,7 +93,7 @@ def _int_array(values: list, key: str, nullable: bool) -> pa.Array:
             return pa.array(values, type=pa.int64())
         except (OverflowError, pa.ArrowException):
             i = _first_bad(values, lambda v: v is None or -(2**63) <= v < 2**63)
-            raise DumpFormatError(f"entry {i} '{key}' = {values[i]} does not fit in 64 bits") from None
+            raise DumpFormatError(f"entry {i} '{key}' = {_describe(values[i])} does not fit in 64 bits") from None
     out = []  # JSON writers sometimes quote integers; anything else names the entry
     for i, v in enumerate(values):
         if v is None:
@@ -115,15 +120,44 @@ def _time_array(values: list, key: str) -> pa.Array:
         arr = pa.array(values, type=pa.int64())
     except (OverflowError, pa.ArrowException):
         i = _first_bad(values, lambda v: v is None or -(2**63) <= v < 2**63)
-        raise DumpFormatError(f"entry {i} '{key}' = {values[i]} does not fit in 64 bits") from None
+        raise DumpFormatError(f"entry {i} '{key}' = {_describe(values[i])} does not fit in 64 bits") from None
     ints = arr.to_numpy(zero_copy_only=False)
     if arr.null_count:
         ints = np.nan_to_num(ints, nan=0).astype(np.int64)
     return pa.array(ints.astype(np.int64), mask=ints <= 0, type=pa.int64())
 
 
-def _codes(values: list, key: str) -> tuple[np.ndarray, list]:
+def _text(value: Any, n: int) -> str:
+    """A short label from a scalar; anything else by its type (never a deep str())."""
+    if type(value) is str:
+        return value[:n]
+    return (str(value) if type(value) in (int, float) and abs(value) < 10**30 else _describe(value))[:n]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _by_identity(values: list) -> tuple[np.ndarray, list]:
+    """Codes by object identity: a list the pickle memo shares among entries is checked once."""
+    seen: dict[int, int] = {}
+    distinct: list = []
+    codes = []
+    for v in values:
+        c = seen.get(id(v))
+        if c is None:
+            c = seen[id(v)] = len(distinct)
+            distinct.append(v)
+        codes.append(c)
+    return np.array(codes, dtype=np.int32), distinct
+
+
+def _codes(values: list, key: str, checked: bool = False) -> tuple[np.ndarray, list]:
     """Dictionary-encode hashable values: (codes, distinct values in first-seen order)."""
+    # Hashing a tuple walks it: a pickle can share one tuple so that walk is 2**40 long.
+    # Only scalars and tuples of scalars are hashed.
+    nested = [] if checked else [v for v in values if type(v) is tuple]
+    if nested and not set(map(type, chain.from_iterable(nested))) <= _SCALARS:
+        raise DumpFormatError(f"'{key}' holds a nested tuple, not a valid value")
     seen: dict[Any, int] = {}
     try:
         codes = [seen.setdefault(v, len(seen)) for v in values]
@@ -166,12 +200,17 @@ def _size_key(value: Any) -> Any:
 
 def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str], list[int]]:
     """Shapes as canonical text ``[[4096,1,5120]]`` per distinct value, plus element counts."""
+    obj_codes, objs = _by_identity(values)
     try:
-        keys = list(map(_size_key, values))
+        keys = list(map(_size_key, objs))
     except TypeError:
         i = _first_bad(values, lambda v: type(v) is list and all(type(x) is list for x in v))
         raise DumpFormatError(f"entry {i} '{key}' is not a list of shapes") from None
-    codes, distinct = _codes(keys, key)
+    shapes = [shape for k in keys if type(k) is tuple for shape in k]
+    if not set(map(type, chain.from_iterable(shapes))) <= {int}:
+        raise DumpFormatError(f"'{key}' holds a shape that is not a list of integers")
+    content_codes, distinct = _codes(keys, key, checked=True)
+    codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
     texts, numels = [], []
     for shape_list in distinct:
         if type(shape_list) is not tuple or len(shape_list) > limits.max_tensors:
@@ -184,14 +223,19 @@ def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str
             for d in shape:
                 n = max(min(n * d, 2**62), -(2**62))
             numel = max(min(numel + n, 2**62), -(2**62))
-        texts.append("[" + ",".join("[" + ",".join(map(str, s)) + "]" for s in shape_list) + "]")
+        try:
+            texts.append("[" + ",".join("[" + ",".join(map(str, s)) + "]" for s in shape_list) + "]")
+        except ValueError:  # an integer too long to print
+            raise DumpFormatError(f"'{key}' holds a dimension too large") from None
         numels.append(numel)
     return codes, texts, numels
 
 
 def _dtypes(values: list, key: str) -> tuple[np.ndarray, list[str]]:
-    keys = [tuple(v) if type(v) is list else v for v in values]
-    codes, distinct = _codes(keys, key)
+    obj_codes, objs = _by_identity(values)
+    keys = [tuple(v) if type(v) is list else v for v in objs]
+    content_codes, distinct = _codes(keys, key)
+    codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
     texts = []
     for d in distinct:
         if type(d) is not tuple or not all(type(x) is str and len(x) <= 64 for x in d):
@@ -329,7 +373,7 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
     out_codes, out_texts, _ = _sizes(_column(entries, "output_sizes", []), "output_sizes", limits)
     dt_codes, dt_texts = _dtypes(_column(entries, "input_dtypes", []), "input_dtypes")
     odt_codes, odt_texts = _dtypes(_column(entries, "output_dtypes", []), "output_dtypes")
-    tid_values = [str(v) if type(v) is int else v for v in _column(entries, "thread_id")]
+    tid_values = [str(v) if type(v) is int and abs(v) < 10**30 else v for v in _column(entries, "thread_id")]
     tid_codes, tids = _string_codes(tid_values, "thread_id", 64)
     tname_codes, tnames = _string_codes(_column(entries, "thread_name"), "thread_name", 256)
     stack_ids, sites = stacks.encode(_column(entries, "frames"))
@@ -378,18 +422,29 @@ def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
     if len(pg_config) > limits.max_groups:
         raise DumpFormatError(f"'pg_config' lists {len(pg_config)} groups")
     names, descs, ranks = [], [], []
+    text_left = limits.max_file_bytes  # shared strings must not multiply into gigabytes
+    checked: set[str] = set()
     for key, cfg in pg_config.items():
         if type(cfg) is not dict:
-            raise DumpFormatError(f"pg_config[{str(key)[:40]!r}] is {_describe(cfg)}, expected a dict")
+            raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] is {_describe(cfg)}, expected a dict")
         name = cfg.get("name", key)
         ranks_value = cfg.get("ranks", "")
         if type(ranks_value) is list:
-            ranks_value = repr(ranks_value)
+            if not set(map(type, ranks_value)) <= {int}:
+                raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] 'ranks' is not a list of integers")
+            ranks_value = repr(ranks_value) if max(map(abs, ranks_value), default=0) < 10**30 else "?"
         if type(name) is not str or type(ranks_value) is not str:
-            raise DumpFormatError(f"pg_config[{str(key)[:40]!r}] has a non-string name or ranks")
+            raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] has a non-string name or ranks")
+        if ranks_value not in checked:
+            if any(len(r) > 9 or int(r) > limits.max_rank for r in re.findall(r"\d+", ranks_value)):
+                raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] names a rank above {limits.max_rank}")
+            checked.add(ranks_value)
         if name == "" and ranks_value in ("", "[]"):
             continue  # gloo writes one empty placeholder group
         desc = cfg.get("desc", "")
+        text_left -= len(name) + len(ranks_value) + (len(desc) if type(desc) is str else 0)
+        if text_left < 0:
+            raise DumpFormatError(f"'pg_config' holds more than {limits.max_file_bytes} characters")
         names.append(name)
         descs.append(desc if type(desc) is str else "")
         ranks.append(ranks_value)
@@ -409,15 +464,15 @@ def _status_table(rank: int, pg_status: Any, limits: Limits) -> pa.Table:
     rows: dict[str, list] = {s.PG_ID: [], s.LAST_ENQUEUED: [], s.LAST_STARTED: [], s.LAST_COMPLETED: []}
     for key, st in pg_status.items():
         if type(st) is not dict:
-            raise DumpFormatError(f"pg_status[{str(key)[:40]!r}] is {_describe(st)}, expected a dict")
-        rows[s.PG_ID].append(str(key)[:64])
+            raise DumpFormatError(f"pg_status[{_text(key, 40)!r}] is {_describe(st)}, expected a dict")
+        rows[s.PG_ID].append(_text(key, 64))
         for col, raw in (
             (s.LAST_ENQUEUED, "last_enqueued_collective"),
             (s.LAST_STARTED, "last_started_collective"),
             (s.LAST_COMPLETED, "last_completed_collective"),
         ):
             v = st.get(raw)
-            rows[col].append(None if v is None else _require_int(v, f"pg_status[{str(key)[:40]!r}] '{raw}'"))
+            rows[col].append(None if v is None else _require_int(v, f"pg_status[{_text(key, 40)!r}] '{raw}'"))
     rows[s.RANK] = [rank] * len(rows[s.PG_ID])
     return pa.table(rows, schema=s.STATUS_SCHEMA)
 
@@ -431,6 +486,8 @@ def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAUL
         raise DumpFormatError(f"'entries' is {_describe(entries)}, expected a list")
     if "version" not in raw and "pg_config" not in raw and "entries" not in raw:
         raise DumpFormatError("no 'version', 'pg_config' or 'entries': not a Flight Recorder dump")
+    if not 0 <= rank <= limits.max_rank:
+        raise DumpFormatError(f"rank {rank} is above the limit of {limits.max_rank}")
     version = raw.get("version", "")
     comm = raw.get("comm_lib_version", raw.get("nccl_version", ""))
     stack_index = _Stacks(limits)
@@ -450,8 +507,8 @@ def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAUL
             s.RANK: pa.array([rank], pa.int32()),
             s.FILE: [file],
             s.FORMAT: [fmt],
-            s.VERSION: [str(version)[:16]],
-            s.COMM_LIB_VERSION: [str(comm)[:64]],
+            s.VERSION: [_text(version, 16)],
+            s.COMM_LIB_VERSION: [_text(comm, 64)],
             s.NUM_ENTRIES: pa.array([len(entries)], pa.int64()),
         },
         schema=s.RANK_SCHEMA,

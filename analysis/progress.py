@@ -87,14 +87,15 @@ def compute_progress(dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame) -> 
                 else:
                     completed = max_done.get(k, enq)
             if k in status:
+                # Entries and pg_status are updated by different threads, so either can be
+                # a step behind the other at dump time: the furthest of the two is the truth.
                 s_enq, s_started, s_completed = status[k]
                 enq = s_enq if enq is None else max(enq, s_enq)
-                completed = s_completed
+                completed = s_completed if completed is None else max(completed, s_completed)
                 started = s_started if s_started >= 0 else None
-                if first_pending is None and s_completed < s_enq:
-                    first_pending = s_completed + 1
-            if enq is not None and completed is not None and completed > enq:
-                completed = enq
+            if enq is not None and completed is not None:
+                completed = min(completed, enq)
+                first_pending = completed + 1 if completed < enq else None
             result[k] = Progress(enq, completed, started, first_pending, lo)
     return result
 
