@@ -9,8 +9,6 @@ issued) from a rank that is merely blocked, and breaks wait-for cycles.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import pandas as pd
 
@@ -21,49 +19,54 @@ Token = tuple[str, int]
 
 
 class ProgramOrder:
-    """Lookups over the collective cells of one analysis."""
+    """Lookups over the collective cells of one analysis, computed per token on demand."""
 
     def __init__(self, cells: pd.DataFrame, entries: pd.DataFrame, desc_of: dict[str, str]) -> None:
-        self._cells = cells
         self._desc_of = desc_of
-        self._record = entries[s.RECORD_ID].to_numpy(dtype=np.int64, na_value=-1)
-        self._by_token: dict[Token, dict[int, int]] | None = None
-        self._by_rank: dict[int, list[tuple[int, Token]]] | None = None
+        keys = cells[s.PG_KEY].astype("category")
+        desc_per_key = np.array([desc_of.get(str(k), str(k)) for k in keys.cat.categories] + [""], dtype=object)
+        desc_names, desc_codes = np.unique(desc_per_key, return_inverse=True)
+        self._desc_index = {str(d): i for i, d in enumerate(desc_names)}
+        self._desc = desc_codes[keys.cat.codes.to_numpy()]
+        self._seq = cells[s.SEQ].to_numpy(dtype=np.int64)
+        self._rank = cells[s.RANK].to_numpy(dtype=np.int64)
+        self._rid = entries[s.RECORD_ID].to_numpy(dtype=np.int64, na_value=-1)[cells["row"].to_numpy()]
+        self._tokens: dict[Token, dict[int, int]] = {}
+        self._ranks: dict[int, list[tuple[int, Token]]] = {}
+        self._desc_names = [str(d) for d in desc_names]
 
-    def _index(self) -> None:
-        if self._by_token is not None:
-            return
-        c = self._cells
-        desc = c[s.PG_KEY].astype(str).map(self._desc_of).to_numpy()
-        rid = self._record[c["row"].to_numpy()]
-        by_token: dict[Token, dict[int, int]] = defaultdict(dict)
-        by_rank: dict[int, list[tuple[int, Token]]] = defaultdict(list)
-        for d, q, r, rec in zip(desc, c[s.SEQ].to_numpy(), c[s.RANK].to_numpy(), rid):
-            token = (str(d), int(q))
-            by_token[token][int(r)] = int(rec)
-            by_rank[int(r)].append((int(rec), token))
-        for items in by_rank.values():
-            items.sort()
-        self._by_token, self._by_rank = by_token, by_rank
+    def _records(self, token: Token) -> dict[int, int]:
+        """rank -> record_id of its entry at ``token``."""
+        if token not in self._tokens:
+            code = self._desc_index.get(token[0], -1)
+            hit = np.flatnonzero((self._desc == code) & (self._seq == token[1]))
+            self._tokens[token] = dict(zip(self._rank[hit].tolist(), self._rid[hit].tolist()))
+        return self._tokens[token]
+
+    def _history(self, rank: int) -> list[tuple[int, Token]]:
+        if rank not in self._ranks:
+            hit = np.flatnonzero(self._rank == rank)
+            self._ranks[rank] = sorted(
+                (int(r), (self._desc_names[d], int(q)))
+                for r, d, q in zip(self._rid[hit], self._desc[hit], self._seq[hit])
+            )
+        return self._ranks[rank]
 
     def token(self, pg_key: str, seq: int) -> Token:
         return (self._desc_of.get(pg_key, pg_key), seq)
 
     def issuers(self, token: Token) -> set[int]:
-        self._index()
-        return set(self._by_token.get(token, {}))
+        return set(self._records(token))
 
     def before(self, first: Token, second: Token) -> int:
         """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if unknown."""
-        self._index()
-        a, b = self._by_token.get(first, {}), self._by_token.get(second, {})
+        a, b = self._records(first), self._records(second)
         votes = sum(1 if a[r] < b[r] else -1 for r in a.keys() & b.keys())
         return (votes > 0) - (votes < 0)
 
     def recent(self, rank: int, n: int = 8) -> list[Token]:
         """The rank's newest collectives, newest first."""
-        self._index()
-        return [t for _, t in reversed(self._by_rank.get(rank, [])[-n:])]
+        return [t for _, t in reversed(self._history(rank)[-n:])]
 
     def skipped_to(self, rank: int, missing: Token) -> Token | None:
         """A collective ``rank`` issued that the program runs after ``missing``, if any."""
@@ -74,15 +77,11 @@ class ProgramOrder:
 
     def is_extra(self, rank: int, pending: Token, peers: list[int]) -> bool:
         """``pending`` exists on no other rank, and its group peers have all moved on past it."""
-        self._index()
-        if self.issuers(pending) != {rank}:
+        if not peers or self.issuers(pending) != {rank}:
             return False
         desc, seq = pending
-        previous = self._by_token.get((desc, seq - 1), {})
+        previous = self._records((desc, seq - 1))
         for p in peers:
-            if p not in previous:
+            if p not in previous or not any(rec > previous[p] for rec, _ in self._history(p)):
                 return False
-            later = [rec for rec, _ in self._by_rank.get(p, []) if rec > previous[p]]
-            if not later:
-                return False
-        return bool(peers)
+        return True
