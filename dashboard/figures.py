@@ -25,8 +25,9 @@ STATE_COLORS = ("#eceff1", "#a5d6a7", "#fdd835", "#fb8c00", "#e53935", "#7b1fa2"
 SUSPECT_COLOR = "#b71c1c"
 SELECT_COLOR = "#0d47a1"
 
-#: Above this many cells the grid is aggregated. The clickable SVG overlay costs
-#: about 0.2 ms per marker in the browser, so this keeps a first paint near 2 s.
+#: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
+#: the browser's paint time: for a 1,024 x 2,000 grid on a busy 2-core machine a page
+#: reload took 3.7 s with 48x64 blocks, 5.2 s with 96x125 and 13.7 s with 200x250.
 MAX_RAW_CELLS = 12_000
 MAX_BLOCK_ROWS = 96
 MAX_BLOCK_COLS = 125
@@ -353,17 +354,30 @@ def _short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def arrivals_figure(arrivals: pd.DataFrame, suspects: Sequence[int] = ()) -> go.Figure:
-    """Bars of how late each member issued the wavefront collective; ranks that never issued are marked."""
-    df = arrivals.copy()
-    issued = df["issued"].astype(bool).to_numpy()
-    delay = pd.to_numeric(df["delay_ms"], errors="coerce").fillna(0.0).to_numpy()
-    ranks = df["rank"].astype(int).to_numpy()
+def arrivals_figure(
+    arrivals: pd.DataFrame, suspects: Sequence[int] = (), states: dict[int, int] | None = None
+) -> go.Figure:
+    """Bars of how late each member issued the wavefront collective.
+
+    Ranks without an entry are told apart by their grid state (``states``): never
+    issued (red), or already done with the entry gone from the ring buffer (grey).
+    """
+    issued = arrivals["issued"].astype(bool).to_numpy()
+    delay = pd.to_numeric(arrivals["delay_ms"], errors="coerce").fillna(0.0).to_numpy()
+    ranks = arrivals["rank"].astype(int).to_numpy()
+    states = states or {}
     top = max(float(delay.max()) if len(delay) else 0.0, 1.0)
-    colors = np.where(issued, "#607d8b", STATE_COLORS[NOT_ISSUED])
+    never = np.array(
+        [not i and states.get(int(r), NOT_ISSUED) == NOT_ISSUED for r, i in zip(ranks, issued, strict=True)]
+    )
+    colors = np.where(issued, "#607d8b", np.where(never, STATE_COLORS[NOT_ISSUED], "#cfd8dc"))
     suspects_set = {int(r) for r in suspects}
     heights = np.where(issued, delay, top * 1.05)
-    text = np.where(issued, [f"{d:.1f} ms" for d in delay], "never issued")
+    label_missing = [
+        "never issued" if n else f"no record ({STATE_NAMES[states.get(int(r), 0)]})"
+        for r, n in zip(ranks, never, strict=True)
+    ]
+    text = np.where(issued, [f"{d:.1f} ms" for d in delay], label_missing)
     fig = go.Figure(
         go.Bar(
             x=[str(r) for r in ranks],

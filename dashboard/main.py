@@ -52,15 +52,20 @@ def run(argv: Sequence[str]) -> None:
         md_escape(f"Analysed in {loaded.seconds:.2f} s · {report.ranks_loaded} ranks · {len(order)} groups")
     )
 
-    tab_heat, tab_wave, tab_all, tab_export = st.tabs(["Heatmap", "Wavefront", "All groups", "Export"])
-    with tab_heat:
-        st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
-        cell = heatmap.render(loaded, pg_key)
-        drilldown.render(loaded, pg_key, cell)
-    with tab_wave:
-        wavefront.render(loaded, pg_key)
-    with tab_all:
-        overview.render(loaded)
-    with tab_export:
-        export.render(loaded, title=f"Flight Deck: {source.label}")
+    # Only the open tab is drawn: hidden charts and tables would slow every rerun.
+    tab_heat, tab_wave, tab_all, tab_export = st.tabs(list(state.TABS), key=state.TAB, on_change="rerun")
+    if tab_heat.open:
+        with tab_heat:
+            st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
+            cell = heatmap.render(loaded, pg_key)
+            drilldown.render(loaded, pg_key, cell)
+    if tab_wave.open:
+        with tab_wave:
+            wavefront.render(loaded, pg_key)
+    if tab_all.open:
+        with tab_all:
+            overview.render(loaded)
+    if tab_export.open:
+        with tab_export:
+            export.render(loaded, title=f"Flight Deck: {source.label}")
     state.write_query(st.query_params, ss)

@@ -22,6 +22,9 @@ DATASET = "_dataset"
 HYDRATED = "_hydrated"
 LAST_EVENT = "_last_event"
 UPLOAD_DIR = "_upload_dir"
+TAB = "tab"
+
+TABS = ("Heatmap", "Wavefront", "All groups", "Export")
 
 SOURCE_SAMPLE = "Sample scenario"
 SOURCE_FOLDER = "Folder on this server"

@@ -168,3 +168,11 @@ def cell_stack(report: Report, pg_key: str, rank: int, seq: int) -> tuple[dict[s
             entry = {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
     sid = None if entry is None else entry.get(s.STACK_ID)
     return entry, exact, views.stack_frames(a, None if sid is None else int(sid))
+
+
+def states_at(grid, seq: int) -> dict[int, int]:
+    """Each member's grid state code at ``seq`` (empty when ``seq`` is outside the grid)."""
+    if not len(grid.seqs) or not (grid.seqs[0] <= seq <= grid.seqs[-1]):
+        return {}
+    col = grid.codes[:, int(seq - grid.seqs[0])]
+    return {int(r): int(c) for r, c in zip(grid.ranks, col, strict=True)}

@@ -185,15 +185,21 @@ def test_box_select_opens_region_and_back(monkeypatch, samples, report):
 
 def test_wavefront_tab_and_overview_tables(monkeypatch, samples, report):
     at = _open(monkeypatch, samples)
-    frames = [
-        views.stack_frames(report.analysis, sid)
-        for sid, _ in views.stacks_at(report.analysis, report.wavefront.pg_key, report.wavefront.collective_seq_id)
-    ]
+    assert not at.dataframe and not at.code, "closed tabs are not drawn"
+    at.session_state[state.TAB] = "Wavefront"
+    at.run()
+    w = report.wavefront
+    stacks = views.stacks_at(report.analysis, w.pg_key, w.collective_seq_id)
     codes = _codes(at)
-    assert all(tables.frames_text(f) in codes for f in frames)
+    assert stacks and all(tables.frames_text(views.stack_frames(report.analysis, sid)) in codes for sid, _ in stacks)
+    bars = _spec(at)["data"][0]
+    assert bars["type"] == "bar" and len(bars["x"]) == len(w.pg_ranks)
+    at.session_state[state.TAB] = "All groups"
+    at.run()
     dfs = [d.value for d in at.dataframe]
     assert any("blocker" in df.columns for df in dfs)
-    assert any("lagging ranks" in df.columns for df in dfs)
+    progress = next(df for df in dfs if "lagging ranks" in df.columns)
+    assert progress["group"][0] == w.pg_name
 
 
 def test_empty_folder_error(monkeypatch, tmp_path):

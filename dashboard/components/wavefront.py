@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis import views
+from analysis.grid import NOT_ISSUED
 
 from .. import data, figures, tables
 from .text import md_escape
@@ -20,11 +21,14 @@ def render(loaded: data.Loaded, pg_key: str) -> None:
     seq = int(w.collective_seq_id)
     st.markdown(md_escape(f"Group {w.pg_name} ({w.pg_desc or 'no description'}), seq {seq}, {w.op or ''}").strip())
     arr = views.arrivals(a, w.pg_key, seq)
-    never = arr.loc[~arr["issued"].astype(bool), "rank"].astype(int).tolist()
+    states = tables.states_at(data.grid(loaded, w.pg_key), seq)
+    never = [r for r in arr["rank"].astype(int) if states.get(r) == NOT_ISSUED]
     st.markdown("**Arrival at the wavefront collective**")
     if never:
         st.error(f"Never issued it: ranks {tables.compact_ranks(never)}")
-    st.plotly_chart(figures.arrivals_figure(arr, report.suspect_ranks), key="arrivals", config={"displaylogo": False})
+    st.plotly_chart(
+        figures.arrivals_figure(arr, report.suspect_ranks, states), key="arrivals", config={"displaylogo": False}
+    )
     st.markdown("**Call stacks at the wavefront, ranks grouped by identical stack**")
     groups = views.stacks_at(a, w.pg_key, seq)
     if not groups:
