@@ -1,9 +1,9 @@
 """Generate real PyTorch Flight Recorder dumps of small hung (or healthy) jobs.
 
-The parent process starts ``world_size`` Python processes that each run a tiny
-"training loop" over the gloo backend with a Megatron-like layout: a default
-group plus tensor-parallel (TP), pipeline-parallel (PP) and data-parallel (DP)
-groups. One fault is injected on purpose (a rank stuck in compute, a skipped
+The parent process starts a launcher that imports torch once and forks
+``world_size`` rank processes; each runs a tiny "training loop" over the gloo
+backend with a Megatron-like layout: a default group plus tensor-parallel (TP),
+pipeline-parallel (PP) and data-parallel (DP) groups. One fault is injected on purpose (a rank stuck in compute, a skipped
 collective, a size mismatch, ...), then every rank writes the bytes returned by
 ``torch._C._distributed_c10d._dump_fr_trace()`` to ``<out>/rank_<global rank>``
 and the parent writes ``<out>/scenario.json`` describing what was injected.
@@ -69,7 +69,7 @@ SCENARIOS: dict[str, str] = {
 }
 
 EXPECTED_CLASS: dict[str, str | None] = {
-    "healthy": None,
+    "healthy": "healthy",
     "stuck_compute": "missing_participant",
     "skip_collective": "desync",
     "extra_collective": "desync",
@@ -92,7 +92,7 @@ ALL_SETS: dict[str, dict[str, Any]] = {
     "op_mismatch": {"scenario": "op_mismatch", "culprit": 1},
     "p2p_unposted": {"scenario": "p2p_unposted", "culprit": 6},
     "missing_dump": {"scenario": "missing_dump", "culprit": 4},
-    "two_culprits": {"scenario": "two_culprits", "culprit": 3, "seed": 1},
+    "two_culprits": {"scenario": "two_culprits", "culprit": 5, "seed": 1},
     "skip_collective_pgconfig": {
         "scenario": "skip_collective",
         "culprit": 3,
@@ -176,10 +176,14 @@ def _choose_culprits(scenario: str, layout: Layout, culprit: int | None, seed: i
         raise ValueError("p2p_unposted culprit must be on a pipeline stage > 0")
     if scenario != "two_culprits":
         return [culprit]
+    # The second rank sits in another TP group of the same pipeline stage: a TP
+    # group on a later stage whose stage-0 feeder is stuck never reaches its
+    # collective (its ranks wait in an unrecorded recv), hiding the second fault.
     own_tp = layout.group_of(layout.tp_groups(), culprit)
-    others = [r for r in range(1, layout.world_size) if r not in own_tp]
+    stage = layout.coords(culprit)[0]
+    others = [r for r in range(1, layout.world_size) if r not in own_tp and layout.coords(r)[0] == stage]
     if not others:
-        raise ValueError("two_culprits needs at least two TP groups")
+        raise ValueError("two_culprits needs two TP groups on one pipeline stage (dp >= 2)")
     return [culprit, rng.choice(others)]
 
 
@@ -231,8 +235,8 @@ def _describe(scenario: str, culprits: list[int], layout: Layout, step: int) -> 
             "gloo does not record)."
         ),
         "missing_dump": (
-            f"Rank {c} sleeps (stuck in compute) in sync_gradients at step {step}, before the "
-            f"{dp} all_reduce, and then exits without writing its dump."
+            f"Rank {c} sleeps (stuck in compute) in {'sync_gradients' if layout.dp > 1 else 'forward_tp_layer'} "
+            f"at step {step}, before the {dp} all_reduce, and then exits without writing its dump."
         ),
         "two_culprits": (
             f"Ranks {culprits} sleep (stuck in compute) in forward_tp_layer at step {step}, "
@@ -349,7 +353,7 @@ def forward_tp_layer(ctx: RankContext, hidden: Any) -> Any:
     partial = hidden.clone()
     if ctx.fault("tp_forward_all_reduce"):
         scenario = ctx.plan["scenario"]
-        if scenario in ("stuck_compute", "two_culprits"):
+        if scenario in ("stuck_compute", "two_culprits", "missing_dump"):
             stuck_in_compute(ctx)
         elif scenario == "size_mismatch":
             partial = torch.empty(0, dtype=torch.float32)
@@ -728,7 +732,7 @@ def _fault_point(scenario: str, layout: Layout) -> str | None:
         "dtype_mismatch": "tp_forward_all_reduce",
         "op_mismatch": "tp_forward_all_reduce",
         "p2p_unposted": "recv_activations",
-        "missing_dump": "dp_bucket0",
+        "missing_dump": "dp_bucket0" if layout.dp > 1 else "tp_forward_all_reduce",
         "two_culprits": "tp_forward_all_reduce",
     }[scenario]
 
