@@ -9,16 +9,38 @@ import pandas as pd
 
 from . import schema as s
 from .diagnose import Analysis
+from .read import DumpReadError, read_raw
 
 
 def entry_at(a: Analysis, pg_key: str, rank: int, seq: int) -> dict[str, Any] | None:
-    """All fields of ``rank``'s collective entry at ``seq`` of ``pg_key`` (None if not in its buffer)."""
+    """All fields of ``rank``'s collective entry at ``seq`` of ``pg_key`` (None if not in its buffer).
+
+    The table keeps what the analysis needs; the entry as the rank wrote it (output
+    sizes, timings, thread, frames) is read back from its dump file, one file per click.
+    """
     c = a.cells
     hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.RANK] == rank) & (c[s.SEQ] == seq)]
     if hit.empty:
         return None
     row = a.dumps.entries.loc[int(hit.iloc[0]["row"])]
-    return {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+    fields = {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+    raw = _raw_entry(a, rank, int(row[s.ENTRY_INDEX]))
+    if raw is not None:
+        fields.update({k: v for k, v in raw.items() if k != "frames"})
+    return fields
+
+
+def _raw_entry(a: Analysis, rank: int, index: int) -> dict[str, Any] | None:
+    files = a.dumps.files
+    path = files.loc[files[s.RANK] == rank, s.FILE]
+    if path.empty:
+        return None
+    try:
+        raw, _ = read_raw(str(path.iloc[0]))
+        entry = raw["entries"][index]
+    except (DumpReadError, KeyError, IndexError, TypeError):
+        return None  # the file changed or went away since it was analyzed
+    return entry if isinstance(entry, dict) else None
 
 
 def stack_frames(a: Analysis, stack_id: int | None) -> list[str]:
