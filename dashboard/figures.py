@@ -252,7 +252,7 @@ def heatmap_figure(
     fig.update_layout(
         height=_height(view),
         margin={"l": 10, "r": 10, "t": 64 if title else 44, "b": 40},
-        title={"text": title, "font": {"size": 14}} if title else None,
+        title={"text": _short(title, 120), "font": {"size": 14}} if title else None,
         hovermode="closest",
         hoverdistance=-1,
         plot_bgcolor="#ffffff",

@@ -98,9 +98,9 @@ def test_verdict_shown_for_sample(monkeypatch, samples, report):
     at = _open(monkeypatch, samples)
     m = _metrics(at)
     assert m["Verdict"] == report.verdict.upper()
-    assert m["Suspect ranks"] == tables.compact_ranks(report.suspect_ranks, limit=6)
+    assert m["Suspect ranks"] == md_escape(tables.compact_ranks(report.suspect_ranks, limit=6))
     w = report.wavefront
-    assert m["Wavefront"] == f"group {w.pg_name} · seq {w.collective_seq_id}"
+    assert m["Wavefront"] == md_escape(f"group {w.pg_name} · seq {w.collective_seq_id}")
     assert any(md_escape(report.summary) == e.value for e in at.error)
     assert at.expander[0].label.startswith("Evidence")
     assert at.query_params["scenario"] == SCENARIO

@@ -14,13 +14,16 @@ def render(report: Report) -> None:
     w = report.wavefront
     with st.container(border=True):
         c1, c2, c3, c4 = st.columns([0.8, 1.7, 1.1, 1.5])
-        c1.metric("Verdict", report.verdict.upper())
-        c2.metric("Failure class", report.failure_class.replace("_", " "))
-        c3.metric("Suspect ranks", compact_ranks(report.suspect_ranks, limit=6) or "none isolated")
+        # Metric values and tooltips are Markdown: escape everything that came from a dump.
+        c1.metric("Verdict", md_escape(report.verdict.upper()))
+        c2.metric("Failure class", md_escape(report.failure_class.replace("_", " ")))
+        c3.metric("Suspect ranks", md_escape(compact_ranks(report.suspect_ranks, limit=6) or "none isolated"))
         if w is not None:
             seq = "-" if w.collective_seq_id is None else w.collective_seq_id
             c4.metric(
-                "Wavefront", f"group {w.pg_name} · seq {seq}", help=f"{w.pg_desc or 'no description'} · {w.op or ''}"
+                "Wavefront",
+                md_escape(f"group {w.pg_name} · seq {seq}"),
+                help=md_escape(f"{w.pg_desc or 'no description'} · {w.op or ''}"),
             )
         else:
             c4.metric("Wavefront", "none")

@@ -120,3 +120,17 @@ def test_large_grid_aggregates_and_block_click_opens_region(serve, page):
     page.get_by_role("button", name="Back to overview").click()
     page.get_by_text("window: none").wait_for(timeout=30_000)
     _record("synthetic_1024x2000", first_visible_s=visible, block_click_to_region_s=block)
+
+
+def test_uploaded_files_are_analysed(serve, page, stuck_dumps, tmp_path):
+    server = serve(APP, "--dumps", str(tmp_path / "nothing-here"))
+    page.goto(server.url)
+    _wait_idle(page)
+    page.get_by_text("Upload files").click()
+    page.wait_for_selector('[data-testid="stFileUploaderDropzoneInput"]', state="attached", timeout=30_000)
+    files = sorted(str(p) for p in stuck_dumps.glob("rank_*"))
+    page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', files)
+    page.get_by_text(f"{len(files)} uploaded files").wait_for(timeout=60_000)
+    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=60_000)
+    verdict = analysis.analyze(stuck_dumps).verdict.upper()
+    page.get_by_test_id("stMetricValue").get_by_text(verdict, exact=True).wait_for()
