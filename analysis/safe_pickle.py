@@ -3,14 +3,19 @@
 FR pickles hold only dicts, lists, tuples, strings, numbers, booleans and None.
 Every opcode that would import or call something (GLOBAL, STACK_GLOBAL, REDUCE,
 BUILD, INST, OBJ, NEWOBJ, EXT*) needs ``find_class`` or a persistent id first, so
-refusing those two refuses every code-running path the pickle format has.
+refusing those two refuses every code-running path the pickle format has, with one
+exception: EXT1/2/4 take a callable from the process-wide ``copyreg`` extension cache
+without ``find_class`` once anything registered an extension code and another load
+filled the cache. Where a code is registered, a pickle using EXT* is refused outright.
 """
 
 from __future__ import annotations
 
+import copyreg
 import gc
 import io
 import pickle
+import pickletools
 from typing import IO, Any
 
 
@@ -58,6 +63,11 @@ def load_plain_pickle(stream: IO[bytes]) -> Any:
     The cyclic garbage collector is paused meanwhile: plain data has no cycles, and
     collections triggered by the millions of new objects would double the cost.
     """
+    if copyreg._inverted_registry:  # type: ignore[attr-defined]  # empty unless someone registered
+        data = stream.read()
+        if any(op.name.startswith("EXT") for op, _, _ in pickletools.genops(data)):
+            raise UnsafePickleError("refused an extension code (EXT opcode): a dump may hold only plain data")
+        stream = io.BytesIO(data)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
