@@ -277,7 +277,8 @@ def heatmap_figure(
             x=wavefront_seq,
             line={"color": "#212121", "width": 2, "dash": "dash"},
             annotation_text=f"wavefront seq {wavefront_seq}",
-            annotation_position="top left",
+            annotation_position="top",
+            annotation_yanchor="bottom",
             annotation_font={"size": 11},
         )
     for k, rank in enumerate(sorted(suspects_set)[:64]):
