@@ -121,10 +121,8 @@ def _time_array(values: list, key: str) -> pa.Array:
     except (OverflowError, pa.ArrowException):
         i = _first_bad(values, lambda v: v is None or -(2**63) <= v < 2**63)
         raise DumpFormatError(f"entry {i} '{key}' = {_describe(values[i])} does not fit in 64 bits") from None
-    ints = arr.to_numpy(zero_copy_only=False)
-    if arr.null_count:
-        ints = np.nan_to_num(ints, nan=0).astype(np.int64)
-    return pa.array(ints.astype(np.int64), mask=ints <= 0, type=pa.int64())
+    ints = arr.fill_null(0).to_numpy()  # stays int64: a float round trip would drop the low bits of ns
+    return pa.array(ints, mask=ints <= 0, type=pa.int64())
 
 
 def _text(value: Any, n: int) -> str:
