@@ -31,6 +31,8 @@ SELECT_COLOR = "#0d47a1"
 MAX_RAW_CELLS = 12_000
 MAX_BLOCK_ROWS = 96
 MAX_BLOCK_COLS = 125
+#: A group with a longer history opens on its newest sequence numbers (hangs are at the end).
+RECENT_SEQS = 120
 
 
 def discrete_colorscale(colors: Sequence[str]) -> list[list]:
@@ -143,6 +145,13 @@ def build_view(
     else:
         shown, rb, cb = codes, 1, 1
     return HeatmapView(grid.pg_key, ranks, r0, seqs, shown, rb, cb)
+
+
+def recent_window(grid: Grid, max_cols: int = RECENT_SEQS) -> tuple[int, int, int, int] | None:
+    """The newest ``max_cols`` sequence numbers of every rank, when the group's history is longer."""
+    if len(grid.seqs) <= max_cols:
+        return None
+    return 0, len(grid.ranks), int(grid.seqs[-max_cols]), int(grid.seqs[-1])
 
 
 def _row_ticks(view: HeatmapView, suspects: set[int], max_ticks: int = 40) -> tuple[list[float], list[str]]:

@@ -35,7 +35,7 @@ def wavefront_figure(report: Report):
     grid = group_grid(report.analysis, w.pg_key)
     if grid.codes.size == 0:
         return None
-    view = figures.build_view(grid)
+    view = figures.build_view(grid, figures.recent_window(grid))
     return figures.heatmap_figure(
         view,
         wavefront_seq=w.collective_seq_id,

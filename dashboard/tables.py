@@ -162,7 +162,8 @@ def cell_stack(report: Report, pg_key: str, rank: int, seq: int) -> tuple[dict[s
     if entry is None:
         e = a.dumps.entries
         name = a.groups.groups[pg_key].name
-        mine = e.loc[(e[s.RANK] == rank) & (e[s.PG_NAME].astype(str) == name)]
+        mine = e.loc[e[s.RANK].to_numpy() == rank]
+        mine = mine.loc[(mine[s.PG_NAME].astype(str) == name).to_numpy()]
         if not mine.empty:
             row = mine.sort_values(s.RECORD_ID).iloc[-1]
             entry = {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}

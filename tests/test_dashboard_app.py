@@ -100,7 +100,7 @@ def test_verdict_shown_for_sample(monkeypatch, samples, report):
     assert m["Verdict"] == report.verdict.upper()
     assert m["Suspect ranks"] == md_escape(tables.compact_ranks(report.suspect_ranks, limit=6))
     w = report.wavefront
-    assert m["Wavefront"] == md_escape(f"group {w.pg_name} · seq {w.collective_seq_id}")
+    assert m["Wavefront (group · seq)"] == md_escape(f"{w.pg_name} · {w.collective_seq_id}")
     assert any(md_escape(report.summary) == e.value for e in at.error)
     assert at.expander[0].label.startswith("Evidence")
     assert at.query_params["scenario"] == SCENARIO
@@ -275,6 +275,14 @@ def test_small_grid_is_raw_with_overlay_and_vline():
     assert any(s.name == "suspect 3" and s.y0 == 2.5 for s in shapes)
     assert any(s.name == "selected" and s.x0 == 109.5 for s in shapes)
     assert list(heat.colorbar.ticktext)[4] == "not issued"
+
+
+def test_long_history_opens_on_newest_seqs():
+    grid = _stuck_grid(8, 1500, stuck=3)
+    assert figures.recent_window(grid, 120) == (0, 8, 1480, 1599)
+    assert figures.recent_window(_stuck_grid(8, 100, stuck=3, wave=50), 120) is None
+    view = figures.build_view(grid, figures.recent_window(grid, 120))
+    assert not view.aggregated and view.codes.shape == (8, 120)
 
 
 def test_window_shows_full_resolution():

@@ -21,12 +21,12 @@ def render(report: Report) -> None:
         if w is not None:
             seq = "-" if w.collective_seq_id is None else w.collective_seq_id
             c4.metric(
-                "Wavefront",
-                md_escape(f"group {w.pg_name} · seq {seq}"),
+                "Wavefront (group · seq)",
+                md_escape(f"{w.pg_name} · {seq}"),
                 help=md_escape(f"{w.pg_desc or 'no description'} · {w.op or ''}"),
             )
         else:
-            c4.metric("Wavefront", "none")
+            c4.metric("Wavefront (group · seq)", "none")
         show = st.success if report.verdict == "healthy" else st.error
         show(md_escape(report.summary))
         details = [f"{report.ranks_loaded} rank dumps loaded", f"attribution: {report.attribution_state}"]
