@@ -245,7 +245,9 @@ def verdict(a: Analysis) -> Report:
             evidence.append(f"Rank {r} is a member of the job's groups but wrote no dump.")
 
     suspects = sorted(suspect_class)
-    victims = sorted(reaches(graph, set(suspects)) | {b.rank for b in graph.blocked} - set(suspects))
+    victims = sorted(
+        (reaches(graph, set(suspects)) | {b.rank for b in graph.blocked} | explainer.set_aside) - set(suspects)
+    )
     classes = Counter(suspect_class.values())
     if suspects:
         failure_class = min(classes, key=lambda c: (_CLASS_PRIORITY.index(c), -classes[c]))

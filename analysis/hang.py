@@ -72,6 +72,8 @@ class HangExplainer:
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
         self.notes: list[str] = []
         self.unresolved = False
+        self.set_aside: set[int] = set()
+        """Candidate roots judged to be consequences: victims, though no visible wait shows it."""
 
     # -- the pieces of evidence ------------------------------------------------------
 
@@ -232,6 +234,7 @@ class HangExplainer:
                     f"Rank {f.rank} stopped issuing only after the mismatch began; it is taken as a consequence, "
                     "not a cause."
                 )
+                self.set_aside.add(f.rank)
                 continue
             kept.append(f)
         if self.a.records_p2p:
@@ -246,6 +249,7 @@ class HangExplainer:
                 f"themselves."
             )
             kept = [f for f in kept if f not in clean]
+            self.set_aside.update(ranks)
         elif any(self._silent(f) for f in kept):
             self.notes.append(
                 "These dumps record no send/recv (gloo): a rank that waits in no collective may also be blocked "
