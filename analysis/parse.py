@@ -310,7 +310,7 @@ class _Stacks:
             name, filename, line = f.get("name"), f.get("filename"), f.get("line")
             if type(name) is not str or type(filename) is not str or len(name) + len(filename) > 8192:
                 raise DumpFormatError("a frame has no short string name and filename")
-            if line is not None and type(line) is not int:
+            if line is not None and (type(line) is not int or not -(2**63) <= line < 2**63):
                 raise DumpFormatError(f"a frame's line is {_describe(line)}")
             lines.append(f"{filename}:{line} in {name}")
         text = "\n".join(lines)
@@ -364,7 +364,11 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
         raise DumpFormatError(f"entry {i} 'is_p2p' is {_describe(is_p2p[i])}, expected a bool")
     is_p2p_arr = np.array([v is True for v in is_p2p], dtype=bool) | (src >= 0)
 
-    duration = np.array([v if type(v) in (int, float) else np.nan for v in _column(entries, "duration_ms")], float)
+    duration = [
+        v if type(v) is float or (type(v) is int and -(2**63) <= v < 2**63) else np.nan
+        for v in _column(entries, "duration_ms")
+    ]
+    duration = np.array(duration, float)
     duration = np.where(np.abs(duration) < 1e300, duration, np.nan)
 
     in_codes, in_texts, in_numel = _sizes(_column(entries, "input_sizes", []), "input_sizes", limits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import pickletools
 from typing import IO, Any
 
 import orjson
@@ -13,6 +14,7 @@ from .parse import DEFAULT_LIMITS, DumpFormatError, FileTables, Limits, parse_du
 from .safe_pickle import SizeLimitedReader, UnsafePickleError, load_plain_pickle
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_PICKLE_OPCODES = frozenset(op.code.encode("latin-1") for op in pickletools.opcodes)
 
 
 class DumpReadError(Exception):
@@ -25,6 +27,8 @@ def _sniff_format(head: bytes) -> str:
         return "json"
     if head[:1] == b"\x80" or head[:1] in (b"(", b"}", b"]"):
         return "pickle"
+    if head[:1] in _PICKLE_OPCODES:  # protocol 0/1 may start with any opcode: try, then say which
+        return "pickle?"
     raise DumpReadError("neither a pickle nor a JSON document")
 
 
@@ -42,7 +46,7 @@ def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
         except orjson.JSONDecodeError as exc:
             raise DumpReadError(f"invalid JSON: {exc}") from None
     try:
-        return load_plain_pickle(stream), fmt
+        return load_plain_pickle(stream), "pickle"
     except UnsafePickleError as exc:
         raise DumpReadError(f"unsafe pickle, not loaded: {exc}") from None
     except RecursionError:
@@ -52,8 +56,12 @@ def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
     except ValueError as exc:
         if "size limit" in str(exc):
             raise DumpReadError(str(exc)) from None
+        if fmt == "pickle?":
+            raise DumpReadError("neither a pickle nor a JSON document") from None
         raise DumpReadError(f"corrupt pickle: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - the C unpickler raises many types on bad bytes
+        if fmt == "pickle?":
+            raise DumpReadError("neither a pickle nor a JSON document") from None
         raise DumpReadError(f"corrupt or truncated pickle: {type(exc).__name__}: {exc}"[:300]) from None
 
 
