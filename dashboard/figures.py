@@ -32,7 +32,7 @@ MAX_RAW_CELLS = 12_000
 MAX_BLOCK_ROWS = 96
 MAX_BLOCK_COLS = 125
 #: A group with a longer history opens on its newest sequence numbers (hangs are at the end).
-RECENT_SEQS = 120
+RECENT_SEQS = 40
 
 
 def discrete_colorscale(colors: Sequence[str]) -> list[list]:
@@ -268,6 +268,7 @@ def heatmap_figure(
         xaxis={
             "title": "sequence number (collective_seq_id)",
             "range": [x_lo, x_hi],
+            "tickformat": "d",
             "showgrid": False,
             "zeroline": False,
         },
