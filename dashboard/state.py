@@ -66,7 +66,7 @@ def _int(text: Any) -> int | None:
 
 
 def hydrate(state: State, params: MutableMapping[str, Any]) -> None:
-    """On a session's first run, take the selection from the URL."""
+    """On the first run in a browser tab, take the selection from the URL."""
     if state.get(HYDRATED):
         return
     state[HYDRATED] = True

@@ -240,7 +240,7 @@ def test_missing_folder_message(monkeypatch, tmp_path):
     assert at.error and "No Flight Recorder dump could be read" in at.error[0].value
 
 
-# --------------------------------------------------------------------------- figures and pure helpers
+# --------------------------------------------------------------------------- figures and pure functions
 
 
 def _stuck_grid(n_ranks: int = 64, n_seqs: int = 400, stuck: int = 37, wave: int = 300) -> Grid:

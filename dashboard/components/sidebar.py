@@ -59,7 +59,7 @@ def dump_source(args: Args) -> Source | None:
         "Dump files (one per rank)",
         accept_multiple_files=True,
         key="uploads",
-        help="For a server that cannot see your dumps. Files stay in a private folder for this browser session.",
+        help="For a server that cannot see your dumps. Files stay in a private folder for this browser tab.",
     )
     if not uploads:
         st.info("Upload the per-rank dump files (rank_0, rank_1, …) in the sidebar.")

@@ -1,4 +1,4 @@
-"""Helpers for the browser tests: a real Streamlit server, page selectors, screenshots."""
+"""Shared pieces for the browser tests: a real Streamlit server, page selectors, screenshots."""
 
 from __future__ import annotations
 
