@@ -105,7 +105,11 @@ def last_entries(a: Analysis, rank: int, n: int = 20) -> pd.DataFrame:
 
 
 def arrivals(a: Analysis, pg_key: str, seq: int) -> pd.DataFrame:
-    """When each member issued (group, seq): who came late and who never came."""
+    """When each member issued (group, seq): who came late and who never came.
+
+    ``issued`` comes from the rank's progress (entries and pg_status), so a rank whose
+    entry already left its ring buffer still counts as having issued it.
+    """
     group = a.groups.groups[pg_key]
     c = a.cells
     hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq), [s.RANK, s.T_CREATED]]
@@ -114,11 +118,13 @@ def arrivals(a: Analysis, pg_key: str, seq: int) -> pd.DataFrame:
     first = min(times) if times else None
     rows = []
     for r in group.ranks:
+        p = a.progress.get((pg_key, r))
         t = created.get(r)
         rows.append(
             {
                 s.RANK: r,
-                "issued": r in created,
+                "issued": r in created or (p is not None and p.enqueued is not None and p.enqueued >= seq),
+                "in_buffer": r in created,
                 "time_created_ns": t,
                 "delay_ms": None if t is None or first is None else (t - first) / 1e6,
             }
