@@ -1,4 +1,4 @@
-"""Mutation helpers shared by the fuzz tests and ``fuzz/run_fuzz.py``.
+"""Mutations shared by the fuzz tests and ``fuzz/run_fuzz.py``.
 
 Seeds are real Flight Recorder dumps: the committed ``sample_dumps/*/rank_*`` sets,
 the shared NCCL fixtures when present, and small gloo dumps written by real torch
@@ -295,7 +295,7 @@ def mutate(rng: random.Random, raw: Any) -> tuple[Any, bool]:
                     v = [v]
                 d[k] = v
                 pickle_only = True
-        elif op == 7:  # mix versions and library keys
+        elif op == 7:  # mix versions and comm-version keys
             raw["version"] = rng.choice(["2.0", "2.4", "2.9", "2.10", "3.0", "", 2.4, None, "x" * 50])
             if "nccl_version" in raw and rng.random() < 0.5:
                 raw["comm_lib_version"] = raw.pop("nccl_version")

@@ -34,7 +34,7 @@ from analysis.load import combine
 from analysis.parse import DumpFormatError, parse_dump
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gloo_dir(tmp_path_factory) -> Path | None:
     """Real gloo dumps: only made when no committed sample set is there to seed from."""
     if decode_sets(seed_sets()):
@@ -44,7 +44,7 @@ def gloo_dir(tmp_path_factory) -> Path | None:
     return out if make_gloo_dumps(out) else None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def seeds(gloo_dir) -> dict[str, dict[int, dict]]:
     decoded = decode_sets(seed_sets((gloo_dir,) if gloo_dir else ()))
     if not decoded:
