@@ -8,20 +8,25 @@ after a click costs a dictionary lookup. Cached objects are shared: never mutate
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-import analysis
+from analysis import cache, views
 from analysis import schema as s
-from analysis import views
+from analysis.diagnose import analyze_dumps
+from analysis.discover import FileError, discover
 from analysis.grid import Grid, group_grid
+from analysis.load import DumpSet, combine_tables, map_files, to_dumpset
+from analysis.parse import DEFAULT_LIMITS
 from analysis.report import Report
 
-from . import figures, html_report
+from . import confine, figures, html_report
 from .sources import fingerprint
 
 log = logging.getLogger(__name__)
@@ -37,19 +42,48 @@ class Loaded:
     seconds: float
 
 
+def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> DumpSet:
+    """The library's ``load``, reading only files whose real location is under ``roots``.
+
+    Every discovered file is checked (``confine.split_files``) before it is opened, so a
+    symlink inside an allowed folder that points elsewhere becomes a per-file error.
+    ``use_cache=False`` keeps the tables out of the on-disk Parquet cache (uploads).
+    """
+    files, errors = discover(path)
+    files, refused = confine.split_files(files, roots)
+    errors = [*errors, *refused]
+    if not files and not errors:
+        reason = (
+            "no such file or folder"
+            if not os.path.exists(path)
+            else "no dump files found (expected names like rank_0, _dump_0, nccl_trace_rank_0)"
+        )
+        errors = [FileError(path, reason)]
+    key = cache.fingerprint(files, errors, repr(DEFAULT_LIMITS)) if use_cache and files else None
+    if key and (hit := cache.read_cached(key)):
+        return to_dumpset(*hit)
+    parts, read_errors = map_files(files)
+    errors = [*errors, *read_errors]
+    tables = combine_tables(parts)
+    del parts
+    if key:
+        cache.write_cached(key, tables, errors)
+    return to_dumpset(tables, errors)
+
+
 @st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
-def _analyze(path: str, key: str) -> tuple[Report, float]:
+def _analyze(path: str, roots: tuple[str, ...], use_cache: bool, key: str) -> tuple[Report, float]:
     t0 = time.perf_counter()
-    report = analysis.analyze(path)
+    report = analyze_dumps(load_confined(path, roots, use_cache))
     took = time.perf_counter() - t0
     log.debug("analysed %s in %.2fs", path, took)
     return report, took
 
 
-def load(path: str) -> Loaded:
-    """Analyse ``path`` once per version of its files."""
+def load(path: str, roots: Sequence[str], use_cache: bool = True) -> Loaded:
+    """Analyse ``path`` (already confined to ``roots``) once per version of its files."""
     key = f"{path}@{fingerprint(path)}"
-    report, took = _analyze(path, key)
+    report, took = _analyze(path, tuple(roots), use_cache, key)
     return Loaded(path, key, report, took)
 
 

@@ -361,7 +361,7 @@ def hover_labels(view: HeatmapView, cells: pd.DataFrame) -> np.ndarray:
 
 def _short(value: object, limit: int = 60) -> str:
     text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

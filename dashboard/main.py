@@ -28,16 +28,16 @@ def run(argv: Sequence[str]) -> None:
     st.caption(md_escape(source.label) + ("  \n" + md_escape(f"Injected: {source.note}") if source.note else ""))
 
     try:
-        loaded = data.load(source.path)
+        loaded = data.load(source.path, source.roots, source.use_cache)
     except Exception as exc:  # the library names the file and reason; show it, not a traceback
         log.exception("analysis failed for %s", source.path)
-        st.error(md_escape(f"Could not analyse {source.path}: {type(exc).__name__}: {exc}"))
+        st.error(md_escape(f"Could not analyse {source.label}: {type(exc).__name__}: {exc}"))
         return
     state.on_dataset(ss, loaded.key)
     report = loaded.report
 
     if report.ranks_loaded == 0:
-        st.error(md_escape(f"No Flight Recorder dump could be read from {source.path}."))
+        st.error(md_escape(f"No Flight Recorder dump could be read from {source.label}."))
         verdict.file_errors(report, nothing_loaded=True)
         return
 

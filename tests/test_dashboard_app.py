@@ -17,8 +17,9 @@ from streamlit.testing.v1 import AppTest
 
 import analysis
 from analysis import views
+from analysis.discover import discover
 from analysis.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
-from dashboard import figures, html_report, selection, sources, state, tables
+from dashboard import confine, figures, html_report, selection, sources, state, tables
 from dashboard.components.text import md_escape
 
 REPO = Path(__file__).resolve().parents[1]
@@ -356,3 +357,187 @@ def test_every_sample_scenario_renders(monkeypatch, scenario):
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert _metrics(at)["Verdict"] in ("HANG", "MISMATCH", "HEALTHY")
+
+
+# --------------------------------------------------------------------------- confinement and uploads
+
+
+def _all_text(at: AppTest) -> str:
+    parts = [e.value for kind in ("error", "warning", "info", "caption", "markdown", "code") for e in getattr(at, kind)]
+    parts += [m.value for m in at.metric]
+    for d in at.dataframe:
+        parts.append(d.value.to_string())
+    return "\n".join(str(p) for p in parts)
+
+
+def test_confine_allows_only_paths_under_roots(tmp_path):
+    root = tmp_path / "root"
+    (root / "job").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (root / "out_link").symlink_to(tmp_path / "outside")
+    (root / "in_link").symlink_to(root / "job")
+    roots = confine.resolve_roots([root])
+    real = str(root.resolve())
+    assert confine.confine(str(root / "job"), roots) == f"{real}/job"
+    assert confine.confine(str(root), roots) == real
+    assert confine.confine(str(root / "in_link"), roots) == f"{real}/job"
+    assert confine.confine(str(root / "job" / "rank_*"), roots) == f"{real}/job/rank_*"
+    assert confine.confine(str(root / "not-yet"), roots) == f"{real}/not-yet"
+    for bad in (
+        "/etc/passwd",
+        "/proc/self/environ",
+        "/etc/no-such-file",
+        str(root / ".." / "outside"),
+        str(root / "job" / ".." / ".." / "outside"),
+        str(root / "out_link"),
+        str(root / "out_link" / "rank_0"),
+        str(root / "*" / ".." / ".."),
+        str(tmp_path / "root2"),  # shares a prefix with the root, is not under it
+        "",
+        "rank\0_0",
+    ):
+        assert confine.confine(bad, roots) is None, bad
+    assert confine.is_within("/a/b", "/a") and not confine.is_within("/ab", "/a") and confine.is_within("/a", "/a")
+
+
+def test_split_files_refuses_symlinks_out_of_the_root(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("TOKEN=hunter2")
+    (root / "rank_0").write_bytes(b"x")
+    (root / "rank_1").symlink_to(root / "rank_0")
+    (root / "rank_2").symlink_to(secret)
+    (root / "rank_3").symlink_to("/etc/passwd")
+    files, _ = discover(root)
+    ok, refused = confine.split_files(files, confine.resolve_roots([root]))
+    assert [f.rank for f in ok] == [0, 1]
+    assert sorted(Path(e.file).name for e in refused) == ["rank_2", "rank_3"]
+    assert all(e.error == confine.FILE_REFUSED for e in refused)
+
+
+def test_roots_from_arguments(tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    args = sources.parse_args(["--dumps", str(job), "--dumps-root", str(tmp_path / "a"), "--dumps-root", "/srv"])
+    assert args.roots() == (
+        str((tmp_path / "a").resolve()),
+        "/srv",
+        str(sources.SAMPLE_ROOT.resolve()),
+        str(job.resolve()),
+    )
+    prefix = sources.parse_args(["--dumps", str(job / "_dump_")]).roots()
+    assert str(job.resolve()) in prefix
+    assert str(job.resolve()) in sources.parse_args(["--dumps", str(job / "*" / "rank_*")]).roots()
+    assert sources.parse_args([]).roots() == (str(sources.SAMPLE_ROOT.resolve()),)
+
+
+def test_path_box_refuses_outside_paths_without_telling_if_they_exist(monkeypatch, tmp_path, stuck):
+    root = tmp_path / "allowed"
+    shutil.copytree(stuck, root / "job")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "rank_0").write_text("root:x:0:0:SECRET-CONTENT")
+    (root / "escape").symlink_to(tmp_path / "outside")
+    at = _app(monkeypatch, "--dumps", str(root / "job"), "--dumps-root", str(root)).run()
+    assert _metrics(at)["Verdict"] in ("HANG", "MISMATCH")
+    messages = set()
+    for bad in (
+        "/etc/passwd",
+        "/proc/self/environ",
+        "/etc/definitely-not-here",
+        str(root / ".." / "outside"),
+        str(root / "job" / ".." / ".." / "outside" / "rank_0"),
+        str(root / "escape"),
+        "../../../../../../etc/shadow",
+    ):
+        at.text_input(key=state.PATH).set_value(bad).run()
+        assert not at.exception
+        assert [e.value for e in at.error] == [confine.PATH_REFUSED], bad
+        text = _all_text(at)
+        assert "SECRET" not in text and "root:x" not in text and "No such" not in text
+        assert not at.metric and not at.get("plotly_chart")
+        messages.add(tuple(e.value for e in at.error))
+    assert len(messages) == 1, "the same words whether the path exists or not"
+    at.text_input(key=state.PATH).set_value(str(root / "job")).run()
+    assert _metrics(at)["Verdict"] in ("HANG", "MISMATCH")
+
+
+def test_symlink_inside_root_to_outside_is_a_file_error(monkeypatch, tmp_path, stuck):
+    folder = tmp_path / "dumps"
+    shutil.copytree(stuck, folder)
+    secret = tmp_path / "secret_rank"
+    shutil.copy(stuck / "rank_3", secret)  # a readable dump, but outside the root: still refused
+    (folder / "rank_3").unlink()
+    (folder / "rank_3").symlink_to(secret)
+    (folder / "rank_9").symlink_to("/etc/passwd")
+    at = _app(monkeypatch, "--dumps", str(folder)).run()
+    assert not at.exception
+    assert "2 files could not be used" in at.warning[0].value
+    bad = next(d.value for d in at.dataframe if list(d.value.columns) == ["file", "reason"])
+    assert sorted(Path(f).name for f in bad["file"]) == ["rank_3", "rank_9"]
+    assert set(bad["reason"]) == {confine.FILE_REFUSED}
+    assert "root:" not in _all_text(at)
+    assert _metrics(at)["Verdict"] in ("HANG", "MISMATCH", "HEALTHY")
+
+
+def test_scenario_query_param_cannot_leave_the_samples(monkeypatch, samples):
+    at = _app(monkeypatch, "--samples", str(samples))
+    at.query_params["scenario"] = "../../../etc"
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key=state.SCENARIO).value == sources.default_scenario(sources.sample_scenarios(samples))
+
+
+def test_upload_checks_names_sizes_and_totals():
+    check = sources.check_uploads(
+        [
+            ("rank_0", 10),
+            ("../../etc/rank_1", 10),
+            ("C:\\dumps\\_dump_2.pkl", 10),
+            (".bashrc", 10),
+            ("..", 1),
+            ("notes.txt", 1),
+            ("rank_0", 5),
+            ("rank_5", 3 << 20),
+        ],
+        max_file_mb=2,
+        max_total_mb=10,
+    )
+    assert check.accepted == [(0, "rank_0"), (1, "rank_1"), (2, "_dump_2.pkl")]
+    assert [name for name, _ in check.refused] == [".bashrc", "..", "notes.txt", "rank_0", "rank_5"]
+    assert "larger than 2 MB" in check.refused[-1][1]
+    big = sources.check_uploads([("rank_0", 6 << 20), ("rank_1", 6 << 20)], max_file_mb=8, max_total_mb=10)
+    assert big.too_big and not big.accepted
+    assert sources.upload_name("<img src=x onerror=alert(1)>_rank_1") == "_img_src_x_onerror_alert_1__rank_1"
+
+
+def test_upload_folder_is_private_and_removed(tmp_path):
+    import gc
+    import os
+    import stat
+    import time
+
+    folder = sources.UploadFolder(parent=str(tmp_path))
+    path = Path(folder.path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700 and path.name.startswith(sources.UPLOAD_PREFIX)
+    sources.write_uploads(path, [("rank_0", b"\x80\x02N.")])
+    mode = stat.S_IMODE((path / "rank_0").stat().st_mode)
+    assert mode == 0o600, oct(mode)  # never executable, never readable by others
+    (path / "rank_1").symlink_to(tmp_path / "elsewhere")
+    sources.write_uploads(path, [("rank_1", b"x")])  # a planted symlink is replaced, not written through
+    assert not (tmp_path / "elsewhere").exists() and (path / "rank_1").read_bytes() == b"x"
+    del folder
+    gc.collect()
+    assert not path.exists(), "dropping the object (the session) deletes the folder"
+
+    old = Path(sources.UploadFolder(parent=str(tmp_path)).path)  # already gone: object not kept
+    stale = tmp_path / f"{sources.UPLOAD_PREFIX}stale"
+    fresh = tmp_path / f"{sources.UPLOAD_PREFIX}fresh"
+    other = tmp_path / "unrelated"
+    for d in (stale, fresh, other):
+        d.mkdir()
+    past = time.time() - 48 * 3600
+    os.utime(stale, (past, past))
+    os.utime(other, (past, past))
+    assert sources.sweep_stale_uploads(str(tmp_path)) == [str(stale)]
+    assert fresh.exists() and other.exists() and not old.exists()

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
-from .. import state
-from ..sources import Args, default_scenario, sample_scenarios, write_uploads
+from .. import confine, state
+from ..sources import (
+    Args,
+    UploadFolder,
+    check_uploads,
+    default_scenario,
+    sample_scenarios,
+    sweep_stale_uploads,
+    write_uploads,
+)
 from ..tables import group_label
+from .text import md_escape
+
+_SWEPT: list[bool] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +30,11 @@ class Source:
 
     label: str
     path: str
+    roots: tuple[str, ...]
+    """Real folders every file read must lie under."""
     note: str | None = None
+    use_cache: bool = True
+    """False for uploads: their tables never reach the on-disk cache."""
 
 
 def dump_source(args: Args) -> Source | None:
@@ -42,7 +55,10 @@ def dump_source(args: Args) -> Source | None:
         if ss.get(state.SCENARIO) not in scenarios:
             ss[state.SCENARIO] = default_scenario(scenarios)
         name = sb.selectbox("Sample scenario", scenarios, key=state.SCENARIO)
-        return Source(f"sample scenario {name}", str(sample_root / name), _scenario_note(sample_root / name))
+        folder = sample_root / name
+        return Source(
+            f"sample scenario {name}", str(folder), confine.resolve_roots([sample_root]), _scenario_note(folder)
+        )
 
     if mode == state.SOURCE_FOLDER:
         if state.PATH not in ss:
@@ -53,26 +69,57 @@ def dump_source(args: Args) -> Source | None:
         if not path:
             st.info("Enter the folder that holds the per-rank Flight Recorder dumps in the sidebar.")
             return None
-        return Source(path, path)
+        roots = args.roots()
+        real = confine.confine(path, roots)
+        if real is None:
+            # Same words whether the path exists or not, and nothing read from it.
+            st.error(confine.PATH_REFUSED)
+            return None
+        return Source(path, real, roots)
 
-    uploads = sb.file_uploader(
+    return _uploaded(args)
+
+
+def _uploaded(args: Args) -> Source | None:
+    """Uploaded files, vetted and copied into this tab's private folder."""
+    ss = st.session_state
+    if not _SWEPT:  # once per server process: folders a crashed server left behind
+        _SWEPT.append(True)
+        sweep_stale_uploads()
+    uploads = st.sidebar.file_uploader(
         "Dump files (one per rank)",
         accept_multiple_files=True,
         key="uploads",
-        help="For a server that cannot see your dumps. Files stay in a private folder for this browser tab.",
+        max_upload_size=args.max_upload_mb,
+        help=(
+            f"For a server that cannot see your dumps. Up to {args.max_upload_mb} MB a file and "
+            f"{args.max_upload_total_mb} MB in all; they stay in a private folder for this browser tab "
+            "and are deleted when it closes."
+        ),
     )
     if not uploads:
         st.info("Upload the per-rank dump files (rank_0, rank_1, …) in the sidebar.")
         return None
+    check = check_uploads([(f.name, f.size) for f in uploads], args.max_upload_mb, args.max_upload_total_mb)
+    for name, reason in check.refused:
+        st.sidebar.warning(md_escape(f"Not used: {name}: {reason}."))
+    if check.too_big:
+        st.error(f"The uploaded files exceed {args.max_upload_total_mb} MB in all; upload fewer ranks.")
+        return None
+    if not check.accepted:
+        st.error("None of the uploaded files has a dump file name (rank_0, _dump_0, nccl_trace_rank_0, …).")
+        return None
     folder = ss.get(state.UPLOAD_DIR)
-    if not folder or not os.path.isdir(folder):
-        folder = tempfile.mkdtemp(prefix="flightdeck-upload-")
+    if not isinstance(folder, UploadFolder) or not folder.alive:
+        folder = UploadFolder()
         ss[state.UPLOAD_DIR] = folder
-    signature = tuple((f.name, f.size) for f in uploads)
+    signature = tuple((uploads[i].file_id, name) for i, name in check.accepted)
     if ss.get("_upload_signature") != signature:
-        write_uploads(Path(folder), [(f.name, f.getvalue()) for f in uploads])
+        write_uploads(Path(folder.path), [(name, uploads[i].getvalue()) for i, name in check.accepted])
         ss["_upload_signature"] = signature
-    return Source(f"{len(uploads)} uploaded files", folder)
+    return Source(
+        f"{len(check.accepted)} uploaded files", folder.path, confine.resolve_roots([folder.path]), use_cache=False
+    )
 
 
 def _scenario_note(folder: Path) -> str | None:
