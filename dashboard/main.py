@@ -20,6 +20,7 @@ def run(argv: Sequence[str]) -> None:
     args = parse_args(argv)
     ss = st.session_state
     state.hydrate(ss, st.query_params)
+    sidebar.remove_orphan_uploads()
 
     source = sidebar.dump_source(args)
     st.title("Flight Deck", anchor=False)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +25,53 @@ from ..sources import (
 from ..tables import group_label
 from .text import md_escape
 
+log = logging.getLogger(__name__)
+
 _SWEPT: list[bool] = []
+#: Upload folders of this process by the browser session that owns them (weak: the session holds it).
+_OWNERS: weakref.WeakValueDictionary[str, UploadFolder] = weakref.WeakValueDictionary()
+_OWNERS_LOCK = threading.Lock()
+_LAST_JANITOR = [0.0]
+
+
+def _session_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        return ctx.session_id if ctx else None
+    except Exception:  # noqa: BLE001  (no runtime: AppTest or bare mode)
+        return None
+
+
+def _session_known(session_id: str) -> bool:
+    """Is this session connected, or kept for reconnecting (``server.disconnectedSessionTTL``)?"""
+    try:
+        from streamlit.runtime import Runtime
+
+        return Runtime.instance()._session_mgr.get_session_info(session_id) is not None
+    except Exception:  # noqa: BLE001  (an internal API: if it moves, keep the folder)
+        return True
+
+
+def remove_orphan_uploads(min_interval_s: float = 5.0) -> None:
+    """Delete the upload folders of sessions Streamlit no longer holds (closed tabs).
+
+    Called on every run of any tab (at most every few seconds). The folder's finalizer
+    does the same when the session object is collected; this does not wait for that.
+    """
+    now = time.monotonic()
+    if now - _LAST_JANITOR[0] < min_interval_s:
+        return
+    _LAST_JANITOR[0] = now
+    with _OWNERS_LOCK:
+        owned = list(_OWNERS.items())
+    for sid, folder in owned:
+        if not _session_known(sid):
+            log.debug("removing the uploads of closed session %s", sid)
+            folder.remove()
+            with _OWNERS_LOCK:
+                _OWNERS.pop(sid, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +96,9 @@ def dump_source(args: Args) -> Source | None:
     scenarios = sample_scenarios(sample_root)
     if state.SOURCE not in ss:
         ss[state.SOURCE] = state.SOURCE_FOLDER if args.dumps or not scenarios else state.SOURCE_SAMPLE
+    for key in (state.SCENARIO, state.PATH):  # keep each mode's choice while another mode is shown
+        if key in ss:
+            ss[key] = ss[key]
     mode = sb.radio("Open", state.SOURCES, key=state.SOURCE, label_visibility="collapsed")
 
     if mode == state.SOURCE_SAMPLE:
@@ -113,6 +166,9 @@ def _uploaded(args: Args) -> Source | None:
     if not isinstance(folder, UploadFolder) or not folder.alive:
         folder = UploadFolder()
         ss[state.UPLOAD_DIR] = folder
+        if sid := _session_id():
+            with _OWNERS_LOCK:
+                _OWNERS[sid] = folder
     signature = tuple((uploads[i].file_id, name) for i, name in check.accepted)
     if ss.get("_upload_signature") != signature:
         write_uploads(Path(folder.path), [(name, uploads[i].getvalue()) for i, name in check.accepted])
