@@ -541,3 +541,15 @@ def test_upload_folder_is_private_and_removed(tmp_path):
     os.utime(other, (past, past))
     assert sources.sweep_stale_uploads(str(tmp_path)) == [str(stale)]
     assert fresh.exists() and other.exists() and not old.exists()
+
+
+def test_orphan_upload_folders_are_removed(tmp_path, monkeypatch):
+    from dashboard.components import sidebar
+
+    live, gone = sources.UploadFolder(parent=str(tmp_path)), sources.UploadFolder(parent=str(tmp_path))
+    monkeypatch.setitem(sidebar._OWNERS, "live", live)
+    monkeypatch.setitem(sidebar._OWNERS, "gone", gone)
+    monkeypatch.setattr(sidebar, "_session_known", lambda sid: sid == "live")
+    sidebar.remove_orphan_uploads(min_interval_s=0)
+    assert Path(live.path).is_dir() and not Path(gone.path).exists()
+    assert "gone" not in sidebar._OWNERS
