@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pandas as pd
-from conftest import ROOT
+from locations import ROOT
 from nccl_sets import tp_job, write_set
 
 

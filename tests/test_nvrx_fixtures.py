@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SHARED_FIXTURES
+from locations import SHARED_FIXTURES
 
 import analysis
 

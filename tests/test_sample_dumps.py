@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SAMPLE_DUMPS
+from locations import SAMPLE_DUMPS
 
 import analysis
 
