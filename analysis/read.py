@@ -32,7 +32,7 @@ def _sniff_format(head: bytes) -> str:
     raise DumpReadError("neither a pickle nor a JSON document")
 
 
-def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
+def _decode(stream: IO[bytes], limit: int, size_hint: int) -> tuple[Any, str]:
     head = stream.peek(64)[:64] if hasattr(stream, "peek") else b""
     if not head:
         raise DumpReadError("the file is empty")
@@ -46,13 +46,13 @@ def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
         except orjson.JSONDecodeError as exc:
             raise DumpReadError(f"invalid JSON: {exc}") from None
     try:
-        return load_plain_pickle(stream), "pickle"
+        return load_plain_pickle(stream, size_hint), "pickle"
     except UnsafePickleError as exc:
         raise DumpReadError(f"unsafe pickle, not loaded: {exc}") from None
     except RecursionError:
         raise DumpReadError("pickle nested too deeply") from None
     except MemoryError:
-        raise DumpReadError("pickle expands beyond available memory") from None
+        raise DumpReadError("pickle asks for more memory than a dump of its size can need") from None
     except ValueError as exc:
         if "size limit" in str(exc):
             raise DumpReadError(str(exc)) from None
@@ -63,6 +63,16 @@ def _decode(stream: IO[bytes], limit: int) -> tuple[Any, str]:
         if fmt == "pickle?":
             raise DumpReadError("neither a pickle nor a JSON document") from None
         raise DumpReadError(f"corrupt or truncated pickle: {type(exc).__name__}: {exc}"[:300]) from None
+
+
+def _gunzipped_size(raw_file: IO[bytes], size: int, limits: Limits) -> int:
+    """The size gzip's trailer records (modulo 4 GiB), never above the size limit; leaves the file at 0."""
+    claimed = 0
+    if size >= 4:
+        raw_file.seek(size - 4)
+        claimed = int.from_bytes(raw_file.read(4), "little")
+    raw_file.seek(0)
+    return min(max(claimed, size), limits.max_file_bytes)
 
 
 def read_raw(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, str]:
@@ -76,15 +86,15 @@ def read_raw(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, str]:
     try:
         with open(path, "rb") as raw_file:
             if raw_file.read(2) == _GZIP_MAGIC:
-                raw_file.seek(0)
+                unzipped_size = _gunzipped_size(raw_file, size, limits)
                 with gzip.GzipFile(fileobj=raw_file) as gz:
                     limited = io.BufferedReader(SizeLimitedReader(gz, limits.max_file_bytes), 1 << 16)
                     try:
-                        return _decode(limited, limits.max_file_bytes)
+                        return _decode(limited, limits.max_file_bytes, unzipped_size)
                     except (OSError, EOFError) as exc:
                         raise DumpReadError(f"corrupt gzip: {exc}") from None
             raw_file.seek(0)
-            return _decode(raw_file, limits.max_file_bytes)
+            return _decode(raw_file, limits.max_file_bytes, size)
     except OSError as exc:
         raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
 

@@ -7,16 +7,36 @@ refusing those two refuses every code-running path the pickle format has, with o
 exception: EXT1/2/4 take a callable from the process-wide ``copyreg`` extension cache
 without ``find_class`` once anything registered an extension code and another load
 filled the cache. Where a code is registered, a pickle using EXT* is refused outright.
+
+Memory is the other attack: LONG_BINPUT with a huge memo index makes the C unpickler
+allocate and zero up to 32 GB before any Python code sees the opcode. Scanning the
+opcodes first would cost ten times the load itself, so the load instead runs under an
+address-space limit of what the process holds now plus what a dump of that size can
+honestly need; past it the allocation fails at once with MemoryError.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import gc
 import io
+import os
 import pickle
 import pickletools
+import threading
+from collections.abc import Iterator
 from typing import IO, Any
+
+try:
+    import resource
+except ImportError:  # not on Windows: loads run without the cap
+    resource = None  # type: ignore[assignment]
+
+# Plain data unpickles to at most ~20x its pickle size; the floor covers small files.
+_BYTES_PER_PICKLE_BYTE = 24
+_HEADROOM_FLOOR = 1 << 30
+_CAP_LOCK = threading.Lock()  # the limit is process-wide: one capped load at a time
 
 
 class UnsafePickleError(pickle.UnpicklingError):
@@ -57,11 +77,47 @@ class SizeLimitedReader(io.RawIOBase):
         return n
 
 
-def load_plain_pickle(stream: IO[bytes]) -> Any:
+def _address_space() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextlib.contextmanager
+def address_space_cap(extra_bytes: int) -> Iterator[None]:
+    """Limit this process's address space to its present size plus ``extra_bytes``.
+
+    Best effort: where the size cannot be read (no /proc) or a tighter limit is already
+    set, nothing changes. The previous limit comes back on exit.
+    """
+    if resource is None:
+        yield
+        return
+    with _CAP_LOCK:
+        current = _address_space()
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = None if current is None else current + extra_bytes
+        if cap is not None and hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        if cap is None or (soft != resource.RLIM_INFINITY and soft <= cap):
+            yield
+            return
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        try:
+            yield
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def load_plain_pickle(stream: IO[bytes], size_hint: int) -> Any:
     """Unpickle ``stream`` refusing every class; read straight from the file (fast path).
 
-    The cyclic garbage collector is paused meanwhile: plain data has no cycles, and
-    collections triggered by the millions of new objects would double the cost.
+    ``size_hint`` is the pickle's size in bytes (an upper bound will do); it sets the
+    memory the load may take (see the module docstring). The cyclic garbage collector
+    is paused meanwhile: plain data has no cycles, and collections triggered by the
+    millions of new objects would double the cost.
     """
     if copyreg._inverted_registry:  # type: ignore[attr-defined]  # empty unless someone registered
         data = stream.read()
@@ -71,7 +127,8 @@ def load_plain_pickle(stream: IO[bytes]) -> Any:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _PlainDataUnpickler(stream).load()
+        with address_space_cap(_HEADROOM_FLOOR + _BYTES_PER_PICKLE_BYTE * size_hint):
+            return _PlainDataUnpickler(stream).load()
     finally:
         if was_enabled:
             gc.enable()

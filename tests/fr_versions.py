@@ -80,9 +80,7 @@ def has_field(version: str, field: str) -> bool:
     return v >= FIELD_SINCE[field]
 
 
-def expected_entry_keys(
-    version: str, fmt: str = "pickle", *, with_duration: bool = False
-) -> set[str]:
+def expected_entry_keys(version: str, fmt: str = "pickle", *, with_duration: bool = False) -> set[str]:
     """Key set of one entry as the given version/format writes it."""
     keys = set(BASE_ENTRY_KEYS)
     for field in ("timeout_ms", "thread_id", "thread_name"):
@@ -137,12 +135,8 @@ def _entry(version: str, fmt: str, idx: int, d: dict[str, Any]) -> dict[str, Any
     e["output_dtypes"] = list(d.get("output_dtypes", ["Float"]))
     e["state"] = state
     # Missing times: None in pickle (c10::IValue(), TU20); 0 in JSON (FR24).
-    e["time_discovered_started_ns"] = (
-        (0 if is_json else None) if t_start is None else t_start
-    )
-    e["time_discovered_completed_ns"] = (
-        (0 if is_json else None) if t_done is None else t_done
-    )
+    e["time_discovered_started_ns"] = (0 if is_json else None) if t_start is None else t_start
+    e["time_discovered_completed_ns"] = (0 if is_json else None) if t_done is None else t_done
     e["retired"] = bool(d.get("retired", state == "completed"))
     if has_field(version, "timeout_ms"):
         e["timeout_ms"] = int(d.get("timeout_ms", 600_000))

@@ -87,7 +87,9 @@ def test_gzip_bomb_refused_by_the_size_limit(tmp_path: Path) -> None:
     t0 = time.monotonic()
     report = analysis.analyze(folder, workers=1, limits=Limits(max_file_bytes=limit))
     assert time.monotonic() - t0 < 10
-    assert "size limit" in _bad_file_error(report, folder, "rank_1.gz")
+    error = _bad_file_error(report, folder, "rank_1.gz")
+    # Refused either on reading past the limit or on the 4 GiB string the header declares.
+    assert "size limit" in error or "more memory than a dump of its size" in error
 
 
 def test_gzip_bomb_of_json_refused(tmp_path: Path) -> None:
@@ -196,6 +198,36 @@ def test_memo_sharing_bombs_are_bounded(tmp_path: Path) -> None:
         assert {0, 2} <= set(ranks), (where, as_tuple, errors)
         # The bomb either became an error for its file or was harmless (a field the parser never walks).
         assert 1 in ranks or [f for f, _ in errors] == [os.path.join(folder, "rank_1")], (where, errors)
+
+
+def test_memo_index_bomb_is_a_file_error(tmp_path: Path) -> None:
+    """LONG_BINPUT 2**31-1 would make the C unpickler allocate and zero 32 GB."""
+    import struct
+
+    bombs = {
+        "plain": b"\x80\x02}r" + struct.pack("<I", 2**31 - 1) + b".",
+        "gzip": gzip.compress(b"\x80\x02}r" + struct.pack("<I", 2**30) + b"."),
+    }
+    folders = []
+    for name, payload in bombs.items():
+        (tmp_path / name).mkdir()
+        folders.append(_job(tmp_path / name, "rank_1", payload))
+    for folder, seconds, ranks, errors in _analyze_bounded(folders, seconds=120):
+        assert seconds < 10
+        assert ranks == [0, 2]
+        assert errors == [
+            (os.path.join(folder, "rank_1"), "pickle asks for more memory than a dump of its size can need")
+        ]
+
+
+def test_memory_cap_is_lifted_after_each_load(tmp_path: Path) -> None:
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    folder = _job(tmp_path, "rank_1", b"\x80\x02}r\xff\xff\xff\x7f.")
+    report = analysis.analyze(folder, workers=1, use_cache=False)
+    assert [e.file for e in report.file_errors] == [str(folder / "rank_1")]
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
 
 
 # ---------------------------------------------------------------- deep nesting
