@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,19 @@ def _require_int(value: Any, what: str) -> int:
 
 
 def _column(entries: list, key: str, default: Any = None) -> list:
-    return [e.get(key, default) for e in entries]
+    """One field of every entry (entries are known to be dicts); ``default`` where absent."""
+    try:
+        return list(map(itemgetter(key), entries))  # C loop: the common case, key everywhere
+    except KeyError:
+        return [e.get(key, default) for e in entries]
+
+
+def _required_column(entries: list, key: str) -> list:
+    try:
+        return list(map(itemgetter(key), entries))
+    except KeyError:
+        i = _first_bad(entries, lambda e: key in e)
+        raise DumpFormatError(f"entry {i} has no '{key}'") from None
 
 
 def _first_bad(values: list, ok: Callable[[Any], bool]) -> int:
@@ -137,16 +150,11 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _by_identity(values: list) -> tuple[np.ndarray, list]:
     """Codes by object identity: a list the pickle memo shares among entries is checked once."""
-    seen: dict[int, int] = {}
-    distinct: list = []
-    codes = []
-    for v in values:
-        c = seen.get(id(v))
-        if c is None:
-            c = seen[id(v)] = len(distinct)
-            distinct.append(v)
-        codes.append(c)
-    return np.array(codes, dtype=np.int32), distinct
+    if not values:
+        return np.zeros(0, np.int32), []
+    ids = np.fromiter(map(id, values), dtype=np.uint64, count=len(values))
+    _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
+    return codes.astype(np.int32).reshape(-1), [values[i] for i in first]
 
 
 def _codes(values: list, key: str, checked: bool = False) -> tuple[np.ndarray, list]:
@@ -192,15 +200,29 @@ def _string_codes(values: list, key: str, max_len: int = 4096) -> tuple[np.ndarr
     return codes, distinct
 
 
-def _size_key(value: Any) -> Any:
-    return tuple(map(tuple, value)) if type(value) is list else value
+def _plain_shape_keys(values: list) -> list | None:
+    """Each entry's shapes as a hashable tuple, when every value is a list of lists of ints
+    and the total is linear in the entry count (no shared giant list); else None."""
+    n = len(values)
+    if set(map(type, values)) != {list} or sum(map(len, values)) > 16 * n + 4096:
+        return None
+    shapes = list(chain.from_iterable(values))
+    if set(map(type, shapes)) - {list} or sum(map(len, shapes)) > 64 * n + 4096:
+        return None
+    if set(map(type, chain.from_iterable(shapes))) - {int}:
+        return None
+    return [tuple(map(tuple, v)) for v in values]
 
 
-def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str], list[int]]:
-    """Shapes as canonical text ``[[4096,1,5120]]`` per distinct value, plus element counts."""
-    obj_codes, objs = _by_identity(values)
+def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str]]:
+    """Shapes as canonical text ``[[4096,1,5120]]`` per distinct value."""
+    keys = _plain_shape_keys(values)
+    if keys is not None:  # the common case, in a few C loops
+        codes, distinct = _codes(keys, key, checked=True)
+        return codes, _shape_texts(distinct, key, limits)
+    obj_codes, objs = _by_identity(values)  # shared or odd values: check each distinct object once
     try:
-        keys = list(map(_size_key, objs))
+        keys = [tuple(map(tuple, v)) if type(v) is list else v for v in objs]
     except TypeError:
         i = _first_bad(values, lambda v: type(v) is list and all(type(x) is list for x in v))
         raise DumpFormatError(f"entry {i} '{key}' is not a list of shapes") from None
@@ -209,24 +231,22 @@ def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str
         raise DumpFormatError(f"'{key}' holds a shape that is not a list of integers")
     content_codes, distinct = _codes(keys, key, checked=True)
     codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
-    texts, numels = [], []
+    return codes, _shape_texts(distinct, key, limits)
+
+
+def _shape_texts(distinct: list, key: str, limits: Limits) -> list[str]:
+    texts = []
     for shape_list in distinct:
         if type(shape_list) is not tuple or len(shape_list) > limits.max_tensors:
             raise DumpFormatError(f"'{key}' holds {_describe(shape_list)}, expected a list of shapes")
-        numel = 0
         for shape in shape_list:
             if len(shape) > 64 or not all(type(d) is int for d in shape):
                 raise DumpFormatError(f"'{key}' holds a shape that is not a short list of integers")
-            n = 1
-            for d in shape:
-                n = max(min(n * d, 2**62), -(2**62))
-            numel = max(min(numel + n, 2**62), -(2**62))
         try:
             texts.append("[" + ",".join("[" + ",".join(map(str, s)) + "]" for s in shape_list) + "]")
         except ValueError:  # an integer too long to print
             raise DumpFormatError(f"'{key}' holds a dimension too large") from None
-        numels.append(numel)
-    return codes, texts, numels
+    return texts
 
 
 def _dtypes(values: list, key: str) -> tuple[np.ndarray, list[str]]:
@@ -277,15 +297,15 @@ class _Stacks:
         self.rows: dict[int, tuple[int, str, str]] = {}
 
     def encode(self, frames_col: list) -> tuple[pa.Array, pa.DictionaryArray]:
-        keys = [tuple(map(id, f)) if type(f) is list else (None if f is None else id(f)) for f in frames_col]
-        codes, distinct = _codes(keys, "frames")
-        example: dict[Any, Any] = {}
-        for f, k in zip(frames_col, keys):
-            example.setdefault(k, f)
+        """Stack ids and call sites per entry; an entry costs one tuple of frame ids."""
+        keys = [tuple(map(id, f)) if type(f) is list else id(f) for f in frames_col]
+        seen: dict[Any, int] = {}
+        codes = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int32)
+        first_of_code = np.unique(codes, return_index=True)[1]  # codes run 0.. in first-seen order
+        distinct = [frames_col[i] for i in first_of_code]
         ids: list[int] = []
         sites: list[str | None] = []
-        for k in distinct:
-            frames = example[k]
+        for frames in distinct:
             if frames is None:
                 ids.append(0)
                 sites.append(None)
@@ -293,7 +313,7 @@ class _Stacks:
                 sid, site = self._add(frames)
                 ids.append(sid)
                 sites.append(site)
-        is_null = np.array([example[k] is None for k in distinct] or [False])
+        is_null = np.array([f is None for f in distinct] or [False])
         values = np.array(ids or [0], dtype=np.int64)[codes] if len(codes) else np.zeros(0, np.int64)
         mask = is_null[codes] if len(codes) else None
         return pa.array(values, mask=mask, type=pa.int64()), _dict_array(codes, sites)
@@ -331,25 +351,22 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
     if not all(type(e) is dict for e in entries):
         i = _first_bad(entries, lambda e: type(e) is dict)
         raise DumpFormatError(f"entry {i} is {_describe(entries[i])}, expected a dict")
-    for key in _REQUIRED_KEYS:
-        if not all(key in e for e in entries):
-            i = _first_bad(entries, lambda e, k=key: k in e)
-            raise DumpFormatError(f"entry {i} has no '{key}'")
+    required = {key: _required_column(entries, key) for key in _REQUIRED_KEYS}
 
-    pg_keys = [tuple(v) if type(v) is list else v for v in _column(entries, "process_group")]
+    pg_keys = [tuple(v) if type(v) is list else v for v in required["process_group"]]
     pg_codes, pg_distinct = _codes(pg_keys, "process_group")
     for v in pg_distinct:
         if type(v) is not tuple or len(v) != 2 or not all(type(x) is str and len(x) <= 4096 for x in v):
             raise DumpFormatError(f"'process_group' holds {_describe(v)}, expected (name, desc)")
 
-    name_codes, names = _string_codes(_column(entries, "profiling_name"), "profiling_name")
+    name_codes, names = _string_codes(required["profiling_name"], "profiling_name")
     if None in names:
         raise DumpFormatError("an entry's 'profiling_name' is None")
     parsed = [_parse_op(x) for x in names]
     src = np.array([-1 if p[1] is None else p[1] for p in parsed] or [0], dtype=np.int64)[name_codes]
     dst = np.array([-1 if p[2] is None else p[2] for p in parsed] or [0], dtype=np.int64)[name_codes]
 
-    state_codes, states = _string_codes(_column(entries, "state"), "state")
+    state_codes, states = _string_codes(required["state"], "state")
     for st in states:
         if st not in s.STATES:
             raise DumpFormatError(f"'state' holds {_describe(st)}, expected one of {s.STATES}")
@@ -364,52 +381,31 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
         raise DumpFormatError(f"entry {i} 'is_p2p' is {_describe(is_p2p[i])}, expected a bool")
     is_p2p_arr = np.array([v is True for v in is_p2p], dtype=bool) | (src >= 0)
 
-    duration = [
-        v if type(v) is float or (type(v) is int and -(2**63) <= v < 2**63) else np.nan
-        for v in _column(entries, "duration_ms")
-    ]
-    duration = np.array(duration, float)
-    duration = np.where(np.abs(duration) < 1e300, duration, np.nan)
-
-    in_codes, in_texts, in_numel = _sizes(_column(entries, "input_sizes", []), "input_sizes", limits)
-    out_codes, out_texts, _ = _sizes(_column(entries, "output_sizes", []), "output_sizes", limits)
+    in_codes, in_texts = _sizes(_column(entries, "input_sizes", []), "input_sizes", limits)
     dt_codes, dt_texts = _dtypes(_column(entries, "input_dtypes", []), "input_dtypes")
-    odt_codes, odt_texts = _dtypes(_column(entries, "output_dtypes", []), "output_dtypes")
-    tid_values = [str(v) if type(v) is int and abs(v) < 10**30 else v for v in _column(entries, "thread_id")]
-    tid_codes, tids = _string_codes(tid_values, "thread_id", 64)
-    tname_codes, tnames = _string_codes(_column(entries, "thread_name"), "thread_name", 256)
     stack_ids, sites = stacks.encode(_column(entries, "frames"))
-    numel = np.array(in_numel or [0], dtype=np.int64)[in_codes] if n else np.zeros(0, np.int64)
 
     columns = {
         s.RANK: pa.array(np.full(n, rank, dtype=np.int32)),
         s.ENTRY_INDEX: pa.array(np.arange(n, dtype=np.int32)),
         s.RECORD_ID: _int_array(_column(entries, "record_id"), "record_id", nullable=True),
-        s.PG_ID: _int_array(_column(entries, s.PG_ID), s.PG_ID, nullable=False),
+        s.PG_ID: _int_array(required[s.PG_ID], s.PG_ID, nullable=False),
         s.PG_NAME: _dict_array(pg_codes, [v[0] for v in pg_distinct]),
         s.PG_DESC: _dict_array(pg_codes, [v[1] for v in pg_distinct]),
-        s.SEQ: _int_array(_column(entries, s.SEQ), s.SEQ, nullable=False),
+        s.SEQ: _int_array(required[s.SEQ], s.SEQ, nullable=False),
         s.P2P_SEQ: _int_array(_column(entries, s.P2P_SEQ), s.P2P_SEQ, nullable=True),
-        s.OP_ID: _int_array(_column(entries, s.OP_ID), s.OP_ID, nullable=True),
         s.IS_P2P: pa.array(is_p2p_arr),
         s.PROFILING_NAME: _dict_array(name_codes, names),
         s.OP: _dict_array(name_codes, [p[0] for p in parsed]),
         s.PEER_SRC: pa.array(np.maximum(src, 0).astype(np.int32), mask=src < 0),
         s.PEER_DST: pa.array(np.maximum(dst, 0).astype(np.int32), mask=dst < 0),
         s.INPUT_SIZES: _dict_array(in_codes, in_texts),
-        s.OUTPUT_SIZES: _dict_array(out_codes, out_texts),
         s.INPUT_DTYPES: _dict_array(dt_codes, dt_texts),
-        s.OUTPUT_DTYPES: _dict_array(odt_codes, odt_texts),
-        s.NUMEL: pa.array(numel),
         s.STATE: _dict_array(state_codes, states),
         s.RETIRED: pa.array(np.array(retired, dtype=bool)),
         s.T_CREATED: _time_array(_column(entries, "time_created_ns"), "time_created_ns"),
         s.T_STARTED: _time_array(_column(entries, "time_discovered_started_ns"), "time_discovered_started_ns"),
         s.T_COMPLETED: _time_array(_column(entries, "time_discovered_completed_ns"), "time_discovered_completed_ns"),
-        s.DURATION_MS: pa.array(duration, mask=np.isnan(duration)),
-        s.TIMEOUT_MS: _int_array(_column(entries, "timeout_ms"), "timeout_ms", nullable=True),
-        s.THREAD_ID: _dict_array(tid_codes, tids),
-        s.THREAD_NAME: _dict_array(tname_codes, tnames),
         s.STACK_ID: stack_ids,
         s.CALL_SITE: sites,
     }
