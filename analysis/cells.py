@@ -14,6 +14,7 @@ import pandas as pd
 from . import schema as s
 from .groups import GroupIndex
 from .load import DumpSet
+from .rowkeys import duplicated, equals, flag
 
 DONE = "done"
 ROW = "row"
@@ -31,15 +32,6 @@ def _take_int(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
     return series.to_numpy(dtype=np.int64, na_value=na)[idx]
 
 
-def _is(series: pd.Series, value: str) -> np.ndarray:
-    """Rows of a categorical column equal to ``value``, compared on codes."""
-    cat = series.array
-    if isinstance(cat, pd.Categorical):
-        where = np.flatnonzero(cat.categories == value)
-        return cat.codes == where[0] if len(where) else np.zeros(len(cat), dtype=bool)
-    return (series.astype(str) == value).to_numpy()
-
-
 def group_keys(dumps: DumpSet, index: GroupIndex, idx: np.ndarray) -> pd.Categorical:
     """The group key of each selected entry: its name, unless one name maps to two groups."""
     names = _take_cat(dumps.entries[s.PG_NAME], idx)
@@ -53,9 +45,9 @@ def group_keys(dumps: DumpSet, index: GroupIndex, idx: np.ndarray) -> pd.Categor
 def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     """Collective (non-P2P) entries as cells, coalesced groups folded."""
     e = dumps.entries
-    is_p2p = e[s.IS_P2P].to_numpy(dtype=bool, na_value=False)
-    idx = np.flatnonzero(~is_p2p & ~_is(e[s.OP], "coalesced"))
-    done = _is(e[s.STATE], "completed") | e[s.RETIRED].to_numpy(dtype=bool, na_value=False)
+    is_p2p = flag(e[s.IS_P2P])
+    idx = np.flatnonzero(~is_p2p & ~equals(e[s.OP], "coalesced"))
+    done = equals(e[s.STATE], "completed") | flag(e[s.RETIRED])
     cells = pd.DataFrame(
         {
             s.PG_KEY: group_keys(dumps, index, idx),
@@ -72,7 +64,7 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     no_stack = e[s.STACK_ID].isna().to_numpy()[idx]
     if no_stack.any():
         cells.loc[no_stack, s.STACK_ID] = pd.NA
-    dup = cells.duplicated([s.PG_KEY, s.SEQ, s.RANK], keep=False).to_numpy()
+    dup = duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False)
     if dup.any():
         cells = pd.concat([cells.loc[~dup], _fold(cells.loc[dup])], ignore_index=True)
         for col in (s.PG_KEY, *COLUMNS):

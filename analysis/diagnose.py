@@ -17,6 +17,7 @@ from .mismatch import Mismatch, find_mismatches
 from .order import ProgramOrder
 from .progress import Progress, compute_progress
 from .report import Report, Wavefront
+from .rowkeys import equals, flag
 from .waitfor import WaitGraph, build_wait_graph, reaches
 
 _CLASS_PRIORITY = (
@@ -96,9 +97,7 @@ def _complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int]
 
 def _p2p_pending(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     e = dumps.entries
-    mask = e[s.IS_P2P].fillna(False).astype(bool) & ~(
-        (e[s.STATE].astype(str) == "completed") | e[s.RETIRED].fillna(False).astype(bool)
-    )
+    mask = flag(e[s.IS_P2P]) & ~(equals(e[s.STATE], "completed") | flag(e[s.RETIRED]))
     p = e.loc[mask, [s.RANK, s.PG_NAME, s.OP, s.PEER_SRC, s.PEER_DST, s.P2P_SEQ]].copy()
     p[s.PG_KEY] = [index.key_of.get((int(r), str(n)), str(n)) for r, n in zip(p[s.RANK], p[s.PG_NAME])]
     return p

@@ -16,6 +16,7 @@ import pandas as pd
 
 from . import schema as s
 from .load import DumpSet
+from .rowkeys import distinct, flag
 
 _INT = re.compile(r"-?\d+")
 
@@ -97,8 +98,8 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     entries = dumps.entries
 
     # Names seen in entries: (rank, name, desc, pg_id), a few rows per rank.
-    seen = entries[[s.RANK, s.PG_NAME, s.PG_DESC, s.PG_ID]].drop_duplicates()
-    p2p_names = set(entries.loc[entries[s.IS_P2P].fillna(False).astype(bool), s.PG_NAME].astype(str).unique())
+    seen = distinct(entries, [s.RANK, s.PG_NAME, s.PG_DESC, s.PG_ID])
+    p2p_names = set(map(str, entries.loc[flag(entries[s.IS_P2P]), s.PG_NAME].unique()))
     inferred: dict[str, set[int]] = defaultdict(set)
     desc_of: dict[str, str] = {}
     id_to_name: dict[tuple[int, str], str] = {}

@@ -53,6 +53,15 @@ def sizes_comparable(op: str) -> bool:
     return all(any(x in p for x in _SIZE_SAME) or not any(x in p for x in _SIZE_VARIES) for p in parts)
 
 
+def _groups_with_two_values(gid: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Groups whose rows hold more than one distinct code (min != max), in O(rows)."""
+    low = np.full(n_groups, np.iinfo(np.int64).max)
+    high = np.full(n_groups, -1, dtype=np.int64)
+    np.minimum.at(low, gid, codes)
+    np.maximum.at(high, gid, codes)
+    return np.flatnonzero((high >= 0) & (low != high))
+
+
 def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismatch]:
     """``cells``: one row per (pg_key, seq, rank) with op, sizes, dtypes, call site."""
     found: list[Mismatch] = []
@@ -67,10 +76,7 @@ def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismat
         valid = codes >= 0
         if attribute == s.INPUT_SIZES:
             valid &= (op_codes >= 0) & op_ok[np.maximum(op_codes, 0)]
-        width = int(codes.max(initial=0)) + 2
-        pairs = np.unique(gid[valid].astype(np.int64) * width + codes[valid])
-        counts = np.bincount(pairs // width, minlength=int(gid.max()) + 1)
-        divergent = np.flatnonzero(counts > 1)
+        divergent = _groups_with_two_values(gid[valid], codes[valid], int(gid.max()) + 1)
         if not len(divergent):
             continue
         rows = cells.loc[np.isin(gid, divergent) & valid, [s.PG_KEY, s.SEQ, s.RANK, attribute]]

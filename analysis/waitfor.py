@@ -205,10 +205,11 @@ def root_components(graph: WaitGraph) -> list[list[int]]:
     for i, comp in enumerate(comps):
         for v in comp:
             comp_of[v] = i
+    waited_on_from_outside = {comp_of[e.blocker] for e in graph.edges if comp_of[e.waiter] != comp_of[e.blocker]}
     roots = []
     for i, comp in enumerate(comps):
         leaves = all(comp_of[e.blocker] == i for v in comp for e in out.get(v, []))
-        waited_on = any(e.blocker in comp and comp_of[e.waiter] != i for e in graph.edges)
+        waited_on = i in waited_on_from_outside
         straggler = any(v in graph.stragglers for v in comp)
         if leaves and (waited_on or straggler or len(comp) > 1):
             roots.append(comp)

@@ -1,0 +1,79 @@
+"""Row tests over columns that stay fast at tens of millions of rows.
+
+Equality with a value on categorical codes; distinct and duplicate rows over a few columns.
+
+pandas' ``duplicated`` on several columns hashes tuples of Python-level values; here
+each column becomes small non-negative integer codes (categorical codes, or ints
+shifted by their minimum) and the columns one int64 key, so the work is one hash of
+an int64 array. Where the key would overflow, the pandas path is used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+_KEY_LIMIT = 1 << 62
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Codes 0..n-1 for ``column`` (0 is missing) and n."""
+    values = column.array
+    if isinstance(values, pd.Categorical):
+        return values.codes.astype(np.int64) + 1, len(values.categories) + 1
+    if column.dtype.kind in "iub" or str(column.dtype).startswith(("int", "uint", "bool")):
+        missing = column.isna().to_numpy()
+        ints = column.to_numpy(dtype=np.int64, na_value=0)
+        if len(ints) and not missing.all():
+            low, high = int(ints[~missing].min()), int(ints[~missing].max())
+            if high - low < _KEY_LIMIT:
+                return np.where(missing, 0, ints - low + 1), high - low + 2
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    return codes.astype(np.int64) + 1, len(uniques) + 1
+
+
+def row_key(frame: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
+    """One int64 per row, equal exactly when the rows agree on ``columns``; None on overflow."""
+    key = np.zeros(len(frame), dtype=np.int64)
+    span = 1
+    for name in columns:
+        codes, n = _codes(frame[name])
+        if span * n >= _KEY_LIMIT:
+            return None
+        key = key * n + codes
+        span *= n
+    return key
+
+
+def duplicated(frame: pd.DataFrame, columns: list[str], keep: str | bool = "first") -> np.ndarray:
+    """``frame.duplicated(columns, keep=keep)`` as a boolean array."""
+    key = row_key(frame, columns)
+    if key is None:
+        return frame.duplicated(columns, keep=keep).to_numpy()
+    if keep != "first" or not len(key):
+        return pd.Series(key).duplicated(keep=keep).to_numpy()
+    # A first occurrence starts a run of equal keys; tables grouped by rank have few runs.
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    firsts = starts[~pd.Series(key[starts]).duplicated().to_numpy()]
+    out = np.ones(len(key), dtype=bool)
+    out[firsts] = False
+    return out
+
+
+def distinct(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame[columns].drop_duplicates()``, first occurrences in order."""
+    return frame.loc[~duplicated(frame, columns), columns]
+
+
+def equals(column: pd.Series, value: str) -> np.ndarray:
+    """``column == value`` as a boolean array; on a categorical, compared on codes, not strings."""
+    values = column.array
+    if isinstance(values, pd.Categorical):
+        where = np.flatnonzero(values.categories == value)
+        return values.codes == where[0] if len(where) else np.zeros(len(values), dtype=bool)
+    return (column.astype(str) == value).to_numpy()
+
+
+def flag(column: pd.Series) -> np.ndarray:
+    """A nullable boolean column as a plain array, missing as False."""
+    return column.to_numpy(dtype=bool, na_value=False)
