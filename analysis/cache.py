@@ -76,7 +76,7 @@ def write_cached(key: str, tables: dict[str, pa.Table], errors: Sequence[FileErr
     root = cache_root()
     folder = root / key[:32]
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)  # dumps hold paths and call stacks
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
         for name in TABLES:
             pq.write_table(tables[name], tmp / f"{name}.parquet", compression="lz4")

@@ -65,20 +65,53 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     )
 
 
-def combine_tables(parts: Iterable[FileTables]) -> dict[str, pa.Table]:
+class RankLists:
+    """One copy of each distinct pg_config rank list across all files.
+
+    Every rank's dump repeats its groups' rank lists, and the default group's lists every
+    rank (about 90 KB of text at 16k ranks), so kept per file they grow with ranks
+    squared. Files' configs are encoded to ids as they arrive and decoded once at the end.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def encode(self, configs: pa.Table) -> pa.Table:
+        """Rank-list text -> int32 id (a table already encoded is returned as is)."""
+        where = configs.schema.get_field_index(s.RANKS)
+        column = configs.column(where)
+        if pa.types.is_integer(column.type):
+            return configs
+        ids = [self._ids.setdefault(text, len(self._ids)) for text in column.to_pylist()]
+        return configs.set_column(where, s.RANKS, pa.array(ids, pa.int32()))
+
+    def decode(self, configs: pa.Table) -> pa.Table:
+        """Ids -> a dictionary column whose dictionary holds each distinct list once."""
+        where = configs.schema.get_field_index(s.RANKS)
+        ids = configs.column(where).combine_chunks()
+        texts = pa.array(list(self._ids), pa.string())
+        return configs.set_column(where, s.RANKS, pa.DictionaryArray.from_arrays(ids, texts))
+
+
+def combine_tables(parts: Iterable[FileTables], rank_lists: RankLists | None = None) -> dict[str, pa.Table]:
     """Reduce step, in Arrow: concatenate per-file tables; one dictionary per column."""
     parts = list(parts)
+    rank_lists = rank_lists or RankLists()
 
     def concat(name: str, empty: pa.Schema) -> pa.Table:
         return pa.concat_tables([getattr(p, name) for p in parts] or [empty.empty_table()])
 
+    configs = pa.concat_tables([rank_lists.encode(p.configs) for p in parts] or [_EMPTY_CONFIGS])
     return {
-        "entries": concat("entries", s.ENTRY_SCHEMA).unify_dictionaries().combine_chunks(),
+        "entries": concat("entries", s.ENTRY_SCHEMA).unify_dictionaries(),  # chunks stay: no second copy
         "stacks": concat("stacks", s.STACK_SCHEMA),
-        "configs": concat("configs", s.CONFIG_SCHEMA),
+        "configs": rank_lists.decode(configs),
         "status": concat("status", s.STATUS_SCHEMA),
         "files": concat("meta", s.RANK_SCHEMA),
     }
+
+
+_EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
 
 
 def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) -> DumpSet:
@@ -143,8 +176,12 @@ def map_files(
     workers: int | None = None,
     progress: bool = False,
     limits: Limits | None = None,
+    rank_lists: RankLists | None = None,
 ) -> tuple[list[FileTables], list[FileError]]:
-    """Run the map step over ``files``, in a process pool when there is enough work."""
+    """Run the map step over ``files``, in a process pool when there is enough work.
+
+    With ``rank_lists``, each file's configs are encoded as it arrives (see RankLists).
+    """
     loader: Callable[[DumpFile], FileTables | FileError] = functools.partial(load_one, limits=limits or Limits())
     workers = default_workers() if workers is None else workers
     bar = _Progress(len(files), progress)
@@ -152,7 +189,12 @@ def map_files(
     errors: list[FileError] = []
 
     def collect(result: FileTables | FileError) -> None:
-        (errors if isinstance(result, FileError) else parts).append(result)
+        if isinstance(result, FileError):
+            errors.append(result)
+        else:
+            if rank_lists is not None:
+                result.configs = rank_lists.encode(result.configs)
+            parts.append(result)
         bar.step()
 
     total_bytes = sum(_size(f.path) for f in files)
@@ -166,6 +208,9 @@ def map_files(
             for result in pool.imap(loader, files, chunksize=chunk):
                 collect(result)
     return parts, errors
+
+
+FileFilter = Callable[[list[DumpFile]], tuple[list[DumpFile], list[FileError]]]
 
 
 def _size(path: str) -> int:
@@ -182,12 +227,18 @@ def load(
     progress: bool = False,
     limits: Limits | None = None,
     use_cache: bool = True,
+    file_filter: FileFilter | None = None,
 ) -> DumpSet:
     """Find, read and combine every dump under ``path``.
 
     With ``use_cache`` an unchanged dump set is reopened from a Parquet cache.
+    ``file_filter`` sees the discovered files before any is opened and returns those to
+    read plus errors for the rest (the dashboard confines reads to allowed folders).
     """
     files, discover_errors = discover(path, pattern)
+    if file_filter is not None:
+        files, refused = file_filter(files)
+        discover_errors = [*discover_errors, *refused]
     if not files and not discover_errors:
         reason = (
             "no such file or folder"
@@ -198,9 +249,10 @@ def load(
     key = cache.fingerprint(files, discover_errors, repr(limits or DEFAULT_LIMITS)) if use_cache and files else None
     if key and (hit := cache.read_cached(key)):
         return to_dumpset(*hit)
-    parts, read_errors = map_files(files, workers=workers, progress=progress, limits=limits)
+    rank_lists = RankLists()
+    parts, read_errors = map_files(files, workers=workers, progress=progress, limits=limits, rank_lists=rank_lists)
     errors = [*discover_errors, *read_errors]
-    tables = combine_tables(parts)
+    tables = combine_tables(parts, rank_lists)
     del parts
     if key:
         cache.write_cached(key, tables, errors)

@@ -404,12 +404,24 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
         s.STATE: _dict_array(state_codes, states),
         s.RETIRED: pa.array(np.array(retired, dtype=bool)),
         s.T_CREATED: _time_array(_column(entries, "time_created_ns"), "time_created_ns"),
-        s.T_STARTED: _time_array(_column(entries, "time_discovered_started_ns"), "time_discovered_started_ns"),
-        s.T_COMPLETED: _time_array(_column(entries, "time_discovered_completed_ns"), "time_discovered_completed_ns"),
         s.STACK_ID: stack_ids,
         s.CALL_SITE: sites,
     }
     return pa.table(columns, schema=s.ENTRY_SCHEMA)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _highest_number(text: str) -> int:
+    """The largest integer written in ``text`` (0 if none), converting only the longest ones."""
+    numbers = _DIGITS.findall(text)
+    if not numbers:
+        return 0
+    longest = max(map(len, numbers))
+    if longest > 18:
+        return 1 << 62
+    return max(int(n) for n in numbers if len(n) == longest)
 
 
 def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
@@ -434,7 +446,7 @@ def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
         if type(name) is not str or type(ranks_value) is not str:
             raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] has a non-string name or ranks")
         if ranks_value not in checked:
-            if any(len(r) > 9 or int(r) > limits.max_rank for r in re.findall(r"\d+", ranks_value)):
+            if _highest_number(ranks_value) > limits.max_rank:
                 raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] names a rank above {limits.max_rank}")
             checked.add(ranks_value)
         if name == "" and ranks_value in ("", "[]"):

@@ -33,8 +33,6 @@ NUMEL = "input_numel"
 STATE = "state"
 RETIRED = "retired"
 T_CREATED = "time_created_ns"
-T_STARTED = "time_started_ns"
-T_COMPLETED = "time_completed_ns"
 DURATION_MS = "duration_ms"
 TIMEOUT_MS = "timeout_ms"
 THREAD_ID = "thread_id"
@@ -64,8 +62,6 @@ ENTRY_SCHEMA = pa.schema(
         (STATE, _dict_str),
         (RETIRED, pa.bool_()),
         (T_CREATED, pa.int64()),
-        (T_STARTED, pa.int64()),
-        (T_COMPLETED, pa.int64()),
         (STACK_ID, pa.int64()),
         (CALL_SITE, _dict_str),
     ]
@@ -78,7 +74,8 @@ STACK_SCHEMA = pa.schema(
     [(STACK_ID, pa.int64()), (NUM_FRAMES, pa.int32()), (FRAMES, pa.string()), (CALL_SITE, pa.string())]
 )
 
-# pg_config as each rank saw it
+# pg_config as each rank saw it. Per file RANKS is the group's rank list as written; in the
+# combined table it is dictionary-encoded: every member repeats the default group's list.
 RANKS = "ranks"
 CONFIG_SCHEMA = pa.schema([(RANK, pa.int32()), (PG_NAME, pa.string()), (PG_DESC, pa.string()), (RANKS, pa.string())])
 

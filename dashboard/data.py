@@ -8,7 +8,6 @@ after a click costs a dictionary lookup. Cached objects are shared: never mutate
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,13 +16,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analysis import cache, views
 from analysis import schema as s
+from analysis import views
 from analysis.diagnose import analyze_dumps
-from analysis.discover import FileError, discover
 from analysis.grid import Grid, group_grid
-from analysis.load import DumpSet, combine_tables, map_files, to_dumpset
-from analysis.parse import DEFAULT_LIMITS
+from analysis.load import DumpSet
+from analysis.load import load as load_dumps
 from analysis.report import Report
 
 from . import confine, figures, html_report
@@ -49,26 +47,7 @@ def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> Du
     symlink inside an allowed folder that points elsewhere becomes a per-file error.
     ``use_cache=False`` keeps the tables out of the on-disk Parquet cache (uploads).
     """
-    files, errors = discover(path)
-    files, refused = confine.split_files(files, roots)
-    errors = [*errors, *refused]
-    if not files and not errors:
-        reason = (
-            "no such file or folder"
-            if not os.path.exists(path)
-            else "no dump files found (expected names like rank_0, _dump_0, nccl_trace_rank_0)"
-        )
-        errors = [FileError(path, reason)]
-    key = cache.fingerprint(files, errors, repr(DEFAULT_LIMITS)) if use_cache and files else None
-    if key and (hit := cache.read_cached(key)):
-        return to_dumpset(*hit)
-    parts, read_errors = map_files(files)
-    errors = [*errors, *read_errors]
-    tables = combine_tables(parts)
-    del parts
-    if key:
-        cache.write_cached(key, tables, errors)
-    return to_dumpset(tables, errors)
+    return load_dumps(path, use_cache=use_cache, file_filter=lambda files: confine.split_files(files, roots))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
