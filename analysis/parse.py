@@ -413,15 +413,12 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
 _DIGITS = re.compile(r"\d+")
 
 
-def _highest_number(text: str) -> int:
-    """The largest integer written in ``text`` (0 if none), converting only the longest ones."""
+def _names_rank_above(text: str, max_rank: int) -> bool:
+    """Whether ``text`` writes an integer above ``max_rank``; converts only when a number is long enough."""
     numbers = _DIGITS.findall(text)
-    if not numbers:
-        return 0
-    longest = max(map(len, numbers))
-    if longest > 18:
-        return 1 << 62
-    return max(int(n) for n in numbers if len(n) == longest)
+    if not numbers or max(map(len, numbers)) < len(str(max_rank)):
+        return False
+    return any(len(n) > 18 for n in numbers) or max(map(int, numbers)) > max_rank
 
 
 def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
@@ -446,7 +443,7 @@ def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
         if type(name) is not str or type(ranks_value) is not str:
             raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] has a non-string name or ranks")
         if ranks_value not in checked:
-            if _highest_number(ranks_value) > limits.max_rank:
+            if _names_rank_above(ranks_value, limits.max_rank):
                 raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] names a rank above {limits.max_rank}")
             checked.add(ranks_value)
         if name == "" and ranks_value in ("", "[]"):
