@@ -21,9 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 
-from harness import CELL_PIXEL_JS, CHART_READY, CHROMIUM, CHROMIUM_ARGS, HEATMAP_PAINTED, SCRIPT_IDLE, Server  # noqa: E402
+from harness import CELL_PIXEL_JS, CHART_READY, CHROMIUM, CHROMIUM_ARGS, HEATMAP_PAINTED, SCRIPT_IDLE, Server
 
-import analysis  # noqa: E402
+import analysis
 
 
 def _idle(page) -> None:
