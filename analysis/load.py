@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import cache
 from . import schema as s
@@ -139,6 +140,23 @@ def combine_results(results: Iterable[FileTables | FileError], errors: Sequence[
     for result in results:
         (problems if isinstance(result, FileError) else parts).append(result)
     return combine(parts, problems)
+
+
+_PART_TABLES = ("entries", "stacks", "configs", "status", "meta")
+
+
+def write_file_tables(part: FileTables, folder: str | Path) -> Path:
+    """Store one file's tables as Parquet: the output of a map step run on a cluster."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in _PART_TABLES:
+        pq.write_table(getattr(part, name), folder / f"{name}.parquet")
+    return folder
+
+
+def read_file_tables(folder: str | Path) -> FileTables:
+    """The tables :func:`write_file_tables` stored, ready for :func:`combine`."""
+    return FileTables(**{name: pq.read_table(Path(folder) / f"{name}.parquet") for name in _PART_TABLES})
 
 
 def default_workers() -> int:

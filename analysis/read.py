@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import pickletools
+import stat
 from typing import IO, Any
 
 import orjson
@@ -75,16 +76,35 @@ def _gunzipped_size(raw_file: IO[bytes], size: int, limits: Limits) -> int:
     return min(max(claimed, size), limits.max_file_bytes)
 
 
+def _open_regular(path: str) -> io.BufferedReader:
+    """Open ``path`` for reading only if it is a regular file.
+
+    Opened non-blocking first: a FIFO named like a dump would otherwise block the open
+    forever, and a device (``/dev/zero`` behind a symlink) never ends.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DumpReadError("not a regular file (a pipe, socket or device)")
+        os.set_blocking(fd, True)
+        return open(fd, "rb")  # the caller closes it
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_raw(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, str]:
     """Decode ``path`` into plain data; refuses oversize files and code-carrying pickles."""
     try:
-        size = os.path.getsize(path)
+        raw_file = _open_regular(path)
     except OSError as exc:
         raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
+    size = os.fstat(raw_file.fileno()).st_size
     if size > limits.max_file_bytes:
+        raw_file.close()
         raise DumpReadError(f"{size} bytes is larger than the size limit of {limits.max_file_bytes} bytes")
     try:
-        with open(path, "rb") as raw_file:
+        with raw_file:
             if raw_file.read(2) == _GZIP_MAGIC:
                 unzipped_size = _gunzipped_size(raw_file, size, limits)
                 with gzip.GzipFile(fileobj=raw_file) as gz:

@@ -113,3 +113,24 @@ def test_map_reduce_path_matches_the_pool(tmp_path) -> None:
     assert mapped.to_dict() == pooled.to_dict()
     assert mapped.suspect_ranks == [6]
     assert [e.file for e in mapped.file_errors] == [str(tmp_path / "nccl_trace_rank_9")]
+
+
+def test_map_step_output_as_parquet_files(tmp_path) -> None:
+    """A cluster map writes each file's tables as Parquet; the reduce reads them back."""
+    import analysis
+    from analysis.diagnose import analyze_dumps
+    from analysis.discover import discover
+    from analysis.load import FileError, combine, load_one, read_file_tables, write_file_tables
+
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    write_set(dumps, tp_job(world=8, steps=4, stuck_rank=3))
+    files, errors = discover(dumps)
+    folders = []
+    for f in files:
+        result = load_one(f)
+        assert not isinstance(result, FileError)
+        folders.append(write_file_tables(result, tmp_path / "tables" / f"rank_{f.rank}"))
+    report = analyze_dumps(combine([read_file_tables(d) for d in folders], errors))
+    assert report.to_dict() == analysis.analyze(dumps, use_cache=False).to_dict()
+    assert report.suspect_ranks == [3]

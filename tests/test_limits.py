@@ -230,6 +230,20 @@ def test_memory_cap_is_lifted_after_each_load(tmp_path: Path) -> None:
     assert resource.getrlimit(resource.RLIMIT_AS) == before
 
 
+def test_special_files_named_like_dumps_are_file_errors(tmp_path: Path) -> None:
+    """A FIFO would block open() forever; /dev/zero behind a symlink never ends."""
+    folder = _job(tmp_path, "rank_1", b"")
+    (folder / "rank_1").unlink()
+    os.mkfifo(folder / "rank_1")
+    (folder / "rank_3").symlink_to("/dev/zero")
+    [(_, seconds, ranks, errors)] = _analyze_bounded([folder], seconds=60)
+    assert seconds < 10 and ranks == [0, 2]
+    assert dict(errors) == {
+        str(folder / "rank_1"): "not a regular file (a pipe, socket or device)",
+        str(folder / "rank_3"): "not a regular file (a pipe, socket or device)",
+    }
+
+
 # ---------------------------------------------------------------- deep nesting
 
 
