@@ -110,9 +110,7 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     world = _estimate_world(index, have_dump)
     _complete_inferred_groups(index, world, have_dump)
     expected = {r for g in index.groups.values() for r in g.ranks} | set(range(world))
-    failed_ranks = set()
     missing = sorted(r for r in expected if r not in have_dump)
-    del failed_ranks
     cells = build_cells(dumps, index)
     progress = compute_progress(dumps, index, cells)
     desc_of = {k: g.desc for k, g in index.groups.items()}

@@ -8,6 +8,7 @@ per-file tables back (see README, "Beyond one machine").
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import multiprocessing
 import os
@@ -118,7 +119,7 @@ _EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
 def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) -> DumpSet:
     """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks."""
     stacks = _to_pandas(tables["stacks"]).drop_duplicates(s.STACK_ID, ignore_index=True)
-    return DumpSet(
+    dumps = DumpSet(
         entries=_to_pandas(tables["entries"]),
         stacks=stacks,
         configs=_to_pandas(tables["configs"]),
@@ -126,6 +127,22 @@ def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) ->
         files=_to_pandas(tables["files"]),
         file_errors=list(errors),
     )
+    _return_freed_memory()
+    return dumps
+
+
+def _return_freed_memory() -> None:
+    """Hand memory freed by loading back to the OS before the analysis allocates its own.
+
+    Arrow's allocator and glibc's heap both keep what was freed (the per-file tables, the
+    pool's transfer buffers): at 4,096 ranks about 0.9 GB that would otherwise add to the
+    analysis' peak.
+    """
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # glibc only; elsewhere there is no such call
+    except (OSError, AttributeError):
+        pass
 
 
 def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> DumpSet:

@@ -16,6 +16,7 @@ import pandas as pd
 from . import schema as s
 from .groups import GroupIndex
 from .load import DumpSet
+from .rowkeys import group_ids
 
 ENQUEUED = "enqueued"
 COMPLETED = "completed"
@@ -43,30 +44,36 @@ class Progress:
 def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, int | None, int | None]]:
     """(group key, rank) -> (highest seq, lowest seq, lowest pending seq, highest done seq).
 
-    One grouping pass: at 16k ranks the grouping, not the aggregation, is the cost.
+    One grouping of the cells into members, then unbuffered min/max per member: at 16k
+    ranks the grouping and its temporaries, not the arithmetic, are the cost.
     """
     if cells.empty:
         return {}
+    member = group_ids(cells, [s.PG_KEY, s.RANK])
+    n = int(member.max()) + 1
+    first = np.full(n, len(member), dtype=np.int64)
+    np.minimum.at(first, member, np.arange(len(member)))
     seq = cells[s.SEQ].to_numpy(dtype=np.int64)
     done = cells["done"].to_numpy(dtype=bool)
-    frame = pd.DataFrame(
-        {
-            s.PG_KEY: cells[s.PG_KEY],
-            s.RANK: cells[s.RANK],
-            "hi": seq,
-            "lo": seq,
-            "pending_lo": np.where(done, np.iinfo(np.int64).max, seq),
-            "done_hi": np.where(done, seq, np.iinfo(np.int64).min),
-            "n_pending": ~done,
-            "n_done": done,
-        }
-    )
-    agg = frame.groupby([s.PG_KEY, s.RANK], sort=False, observed=True).agg(
-        {"hi": "max", "lo": "min", "pending_lo": "min", "done_hi": "max", "n_pending": "sum", "n_done": "sum"}
-    )
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    hi, lo = np.full(n, small), np.full(n, big)
+    np.maximum.at(hi, member, seq)
+    np.minimum.at(lo, member, seq)
+    pending_lo, done_hi = np.full(n, big), np.full(n, small)
+    np.minimum.at(pending_lo, member[~done], seq[~done])
+    np.maximum.at(done_hi, member[done], seq[done])
+    n_done = np.bincount(member[done], minlength=n)
+    keys = cells[s.PG_KEY].to_numpy()[first]
+    ranks = cells[s.RANK].to_numpy(dtype=np.int64)[first]
+    count = np.bincount(member, minlength=n)
     return {
-        (str(k), int(r)): (int(hi), int(lo), int(p_lo) if n_p else None, int(d_hi) if n_d else None)
-        for (k, r), hi, lo, p_lo, d_hi, n_p, n_d in agg.itertuples(name=None)
+        (str(k), int(r)): (
+            int(h),
+            int(low),
+            int(p) if c > d else None,
+            int(dh) if d else None,
+        )
+        for k, r, h, low, p, dh, c, d in zip(keys, ranks, hi, lo, pending_lo, done_hi, count, n_done)
     }
 
 
