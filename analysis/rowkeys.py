@@ -49,7 +49,7 @@ def group_ids(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     """Dense ids 0..n-1 per distinct combination of ``columns``, in first-seen order."""
     key = row_key(frame, columns)
     if key is None:
-        return frame.groupby(columns, sort=False, observed=True).ngroup().to_numpy(dtype=np.int64)
+        return frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy(dtype=np.int64)
     return pd.factorize(key)[0].astype(np.int64)
 
 
