@@ -90,7 +90,9 @@ def address_space_cap(extra_bytes: int) -> Iterator[None]:
     """Limit this process's address space to its present size plus ``extra_bytes``.
 
     Best effort: where the size cannot be read (no /proc) or a tighter limit is already
-    set, nothing changes. The previous limit comes back on exit.
+    set, nothing changes. The previous limit comes back on exit. The limit is per process:
+    other threads share it for the milliseconds a load lasts, with ``extra_bytes`` (at
+    least 1 GiB) of room, and capped loads take turns.
     """
     if resource is None:
         yield
