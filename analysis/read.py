@@ -76,18 +76,19 @@ def _gunzipped_size(raw_file: IO[bytes], size: int, limits: Limits) -> int:
     return min(max(claimed, size), limits.max_file_bytes)
 
 
-def _open_regular(path: str) -> io.BufferedReader:
-    """Open ``path`` for reading only if it is a regular file.
+def _open_regular(path: str) -> tuple[io.BufferedReader, int]:
+    """Open ``path`` for reading only if it is a regular file; the file and its size.
 
     Opened non-blocking first: a FIFO named like a dump would otherwise block the open
     forever, and a device (``/dev/zero`` behind a symlink) never ends.
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise DumpReadError("not a regular file (a pipe, socket or device)")
         os.set_blocking(fd, True)
-        return open(fd, "rb")  # the caller closes it
+        return open(fd, "rb"), info.st_size  # the caller closes it
     except BaseException:
         os.close(fd)
         raise
@@ -96,10 +97,9 @@ def _open_regular(path: str) -> io.BufferedReader:
 def read_raw(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, str]:
     """Decode ``path`` into plain data; refuses oversize files and code-carrying pickles."""
     try:
-        raw_file = _open_regular(path)
+        raw_file, size = _open_regular(path)
     except OSError as exc:
         raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
-    size = os.fstat(raw_file.fileno()).st_size
     if size > limits.max_file_bytes:
         raw_file.close()
         raise DumpReadError(f"{size} bytes is larger than the size limit of {limits.max_file_bytes} bytes")
