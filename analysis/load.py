@@ -27,6 +27,7 @@ from . import schema as s
 from .discover import DumpFile, FileError, discover
 from .parse import DEFAULT_LIMITS, FileTables, Limits
 from .read import DumpReadError, read_dump
+from .safe_pickle import collector_paused
 
 
 @dataclass(slots=True)
@@ -48,7 +49,8 @@ class DumpSet:
 def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | FileError:
     """Map step: one file to its tables, or to an error naming the file and the reason."""
     try:
-        return read_dump(item.path, item.rank, limits)
+        with collector_paused():  # the dump's objects live until parsed: see collector_paused
+            return read_dump(item.path, item.rank, limits)
     except DumpReadError as exc:
         return FileError(item.path, str(exc))
     except MemoryError:

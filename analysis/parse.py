@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
-from operator import itemgetter
+from operator import eq, itemgetter
 from typing import Any
 
 import numpy as np
@@ -192,7 +192,9 @@ def _dict_array(codes: np.ndarray, texts: list[str | None]) -> pa.DictionaryArra
 
 
 def _string_codes(values: list, key: str, max_len: int = 4096) -> tuple[np.ndarray, list[str | None]]:
-    codes, distinct = _codes(values, key)
+    obj_codes, objs = _by_identity(values)  # the writer memoizes strings: few distinct objects
+    content_codes, distinct = _codes(objs, key)
+    codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
     for v in distinct:
         if v is not None and (type(v) is not str or len(v) > max_len):
             i = _first_bad(values, lambda x: x is None or (type(x) is str and len(x) <= max_len))
@@ -284,6 +286,58 @@ def call_site(frame_lines: list[str]) -> str:
     return frame_lines[-1] if frame_lines else ""
 
 
+_STACK_ROUNDS = 8
+
+
+def _stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
+    """Codes of equal stacks, and the first stack of each code.
+
+    A stack's frames are memoized dicts, so the same stack is the same frame objects.
+    Entries are put in buckets by length and first and last frame, and in each round
+    every unresolved entry is compared with one unresolved entry of its bucket (a C list
+    compare that stops at identical frames): those equal to it share a code. A few
+    rounds resolve a real dump; what is left after them is keyed frame by frame.
+    """
+    n = len(frames_col)
+    lengths = list(map(len, frames_col)) if set(map(type, frames_col)) == {list} else []
+    if not lengths or min(lengths) == 0:
+        return _exact_stack_codes(frames_col)
+    keys = zip(lengths, map(id, map(itemgetter(0), frames_col)), map(id, map(itemgetter(-1), frames_col)))
+    seen: dict[tuple, int] = {}
+    buckets = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
+    codes = np.zeros(n, dtype=np.int32)
+    todo = np.arange(n)
+    distinct: list = []
+    for _ in range(_STACK_ROUNDS):
+        if not len(todo):
+            break
+        bucket_ids, first = np.unique(buckets[todo], return_index=True)
+        slot = np.searchsorted(bucket_ids, buckets[todo])
+        leaders = todo[first]
+        pick = frames_col.__getitem__
+        same = np.fromiter(map(eq, map(pick, todo.tolist()), map(pick, leaders[slot].tolist())), bool, len(todo))
+        codes[todo[same]] = len(distinct) + slot[same]
+        distinct.extend(map(pick, leaders.tolist()))
+        todo = todo[~same]
+    split: dict[tuple, int] = {}
+    for i in todo.tolist():
+        key = tuple(map(id, frames_col[i]))
+        if key not in split:
+            split[key] = len(distinct)
+            distinct.append(frames_col[i])
+        codes[i] = split[key]
+    return codes, distinct
+
+
+def _exact_stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
+    """Codes by the identity of every frame (and of non-list values)."""
+    keys = [tuple(map(id, f)) if type(f) is list else id(f) for f in frames_col]
+    seen: dict[Any, int] = {}
+    codes = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int32)
+    first_of_code = np.unique(codes, return_index=True)[1] if len(codes) else []
+    return codes, [frames_col[i] for i in first_of_code]
+
+
 class _Stacks:
     """Distinct call stacks of one file.
 
@@ -297,12 +351,8 @@ class _Stacks:
         self.rows: dict[int, tuple[int, str, str]] = {}
 
     def encode(self, frames_col: list) -> tuple[pa.Array, pa.DictionaryArray]:
-        """Stack ids and call sites per entry; an entry costs one tuple of frame ids."""
-        keys = [tuple(map(id, f)) if type(f) is list else id(f) for f in frames_col]
-        seen: dict[Any, int] = {}
-        codes = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int32)
-        first_of_code = np.unique(codes, return_index=True)[1]  # codes run 0.. in first-seen order
-        distinct = [frames_col[i] for i in first_of_code]
+        """Stack ids and call sites per entry; text and hash are built once per distinct stack."""
+        codes, distinct = _stack_codes(frames_col)
         ids: list[int] = []
         sites: list[str | None] = []
         for frames in distinct:
@@ -348,13 +398,14 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
     n = len(entries)
     if n > limits.max_entries:
         raise DumpFormatError(f"{n} entries, more than the limit of {limits.max_entries}")
-    if not all(type(e) is dict for e in entries):
+    if set(map(type, entries)) - {dict}:
         i = _first_bad(entries, lambda e: type(e) is dict)
         raise DumpFormatError(f"entry {i} is {_describe(entries[i])}, expected a dict")
     required = {key: _required_column(entries, key) for key in _REQUIRED_KEYS}
 
-    pg_keys = [tuple(v) if type(v) is list else v for v in required["process_group"]]
-    pg_codes, pg_distinct = _codes(pg_keys, "process_group")
+    pg_obj_codes, pg_objs = _by_identity(required["process_group"])
+    pg_content_codes, pg_distinct = _codes([tuple(v) if type(v) is list else v for v in pg_objs], "process_group")
+    pg_codes = pg_content_codes[pg_obj_codes] if len(pg_obj_codes) else pg_obj_codes
     for v in pg_distinct:
         if type(v) is not tuple or len(v) != 2 or not all(type(x) is str and len(x) <= 4096 for x in v):
             raise DumpFormatError(f"'process_group' holds {_describe(v)}, expected (name, desc)")
