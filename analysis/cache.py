@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from .discover import DumpFile, FileError
 
-CACHE_FORMAT = "flightdeck-tables/1"
+CACHE_FORMAT = "flightdeck-tables/2"
 TABLES = ("entries", "stacks", "configs", "status", "files")
 KEEP_SETS = 16
 
@@ -38,7 +38,7 @@ def cache_root() -> Path:
 def _loader_version() -> str:
     """A digest of the loading code itself: a new parser never reuses an old parser's tables."""
     h = hashlib.sha256()
-    for name in ("safe_pickle.py", "read.py", "parse.py", "schema.py", "load.py", "discover.py"):
+    for name in ("safe_pickle.py", "read.py", "parse.py", "schema.py", "combine.py", "load.py", "discover.py"):
         h.update((Path(__file__).parent / name).read_bytes())
     return h.hexdigest()
 

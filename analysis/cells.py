@@ -32,6 +32,11 @@ def _take_int(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
     return series.to_numpy(dtype=np.int64, na_value=na)[idx]
 
 
+def _masked(values: np.ndarray, below: int) -> pd.arrays.IntegerArray:
+    """A nullable integer array over ``values`` (no copy), missing where a value is below ``below``."""
+    return pd.arrays.IntegerArray(values, values < below)
+
+
 def group_keys(dumps: DumpSet, index: GroupIndex, idx: np.ndarray) -> pd.Categorical:
     """The group key of each selected entry: its name, unless one name maps to two groups."""
     names = _take_cat(dumps.entries[s.PG_NAME], idx)
@@ -51,19 +56,15 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     cells = pd.DataFrame(
         {
             s.PG_KEY: group_keys(dumps, index, idx),
-            s.RANK: e[s.RANK].to_numpy(dtype=np.int64)[idx],
+            s.RANK: e[s.RANK].to_numpy(dtype=np.int32)[idx],
             s.SEQ: _take_int(e[s.SEQ], idx, -1),
             DONE: done[idx],
-            ROW: idx,
+            ROW: idx.astype(np.int32) if len(e) < 2**31 else idx,
             **{c: _take_cat(e[c], idx) for c in COLUMNS},
-            s.T_CREATED: pd.array(_take_int(e[s.T_CREATED], idx, -1), dtype="Int64"),
-            s.STACK_ID: pd.array(_take_int(e[s.STACK_ID], idx, 0), dtype="Int64"),
+            s.T_CREATED: _masked(_take_int(e[s.T_CREATED], idx, -1), below=0),
+            s.STACK_ID: _masked(_take_int(e[s.STACK_ID], idx, -1).astype(np.int32), below=0),
         }
     )
-    cells[s.T_CREATED] = cells[s.T_CREATED].mask(cells[s.T_CREATED] < 0)
-    no_stack = e[s.STACK_ID].isna().to_numpy()[idx]
-    if no_stack.any():
-        cells.loc[no_stack, s.STACK_ID] = pd.NA
     dup = duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False)
     if dup.any():
         cells = pd.concat([cells.loc[~dup], _fold(cells.loc[dup])], ignore_index=True)

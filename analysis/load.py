@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from . import cache
 from . import schema as s
+from .combine import TablesBuilder, combine_tables
 from .discover import DumpFile, FileError, discover
 from .parse import DEFAULT_LIMITS, FileTables, Limits
 from .read import DumpReadError, read_dump
@@ -69,61 +70,11 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     )
 
 
-class RankLists:
-    """One copy of each distinct pg_config rank list across all files.
-
-    Every rank's dump repeats its groups' rank lists, and the default group's lists every
-    rank (about 90 KB of text at 16k ranks), so kept per file they grow with ranks
-    squared. Files' configs are encoded to ids as they arrive and decoded once at the end.
-    """
-
-    def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
-
-    def encode(self, configs: pa.Table) -> pa.Table:
-        """Rank-list text -> int32 id (a table already encoded is returned as is)."""
-        where = configs.schema.get_field_index(s.RANKS)
-        column = configs.column(where)
-        if pa.types.is_integer(column.type):
-            return configs
-        ids = [self._ids.setdefault(text, len(self._ids)) for text in column.to_pylist()]
-        return configs.set_column(where, s.RANKS, pa.array(ids, pa.int32()))
-
-    def decode(self, configs: pa.Table) -> pa.Table:
-        """Ids -> a dictionary column whose dictionary holds each distinct list once."""
-        where = configs.schema.get_field_index(s.RANKS)
-        ids = configs.column(where).combine_chunks()
-        texts = pa.array(list(self._ids), pa.string())
-        return configs.set_column(where, s.RANKS, pa.DictionaryArray.from_arrays(ids, texts))
-
-
-def combine_tables(parts: Iterable[FileTables], rank_lists: RankLists | None = None) -> dict[str, pa.Table]:
-    """Reduce step, in Arrow: concatenate per-file tables; one dictionary per column."""
-    parts = list(parts)
-    rank_lists = rank_lists or RankLists()
-
-    def concat(name: str, empty: pa.Schema) -> pa.Table:
-        return pa.concat_tables([getattr(p, name) for p in parts] or [empty.empty_table()])
-
-    configs = pa.concat_tables([rank_lists.encode(p.configs) for p in parts] or [_EMPTY_CONFIGS])
-    return {
-        "entries": concat("entries", s.ENTRY_SCHEMA).unify_dictionaries(),  # chunks stay: no second copy
-        "stacks": concat("stacks", s.STACK_SCHEMA),
-        "configs": rank_lists.decode(configs),
-        "status": concat("status", s.STATUS_SCHEMA),
-        "files": concat("meta", s.RANK_SCHEMA),
-    }
-
-
-_EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
-
-
 def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) -> DumpSet:
     """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks."""
-    stacks = _to_pandas(tables["stacks"]).drop_duplicates(s.STACK_ID, ignore_index=True)
     dumps = DumpSet(
         entries=_to_pandas(tables["entries"]),
-        stacks=stacks,
+        stacks=_to_pandas(tables["stacks"]),
         configs=_to_pandas(tables["configs"]),
         status=_to_pandas(tables["status"]),
         files=_to_pandas(tables["files"]),
@@ -213,11 +164,12 @@ def map_files(
     workers: int | None = None,
     progress: bool = False,
     limits: Limits | None = None,
-    rank_lists: RankLists | None = None,
+    builder: TablesBuilder | None = None,
 ) -> tuple[list[FileTables], list[FileError]]:
     """Run the map step over ``files``, in a process pool when there is enough work.
 
-    With ``rank_lists``, each file's configs are encoded as it arrives (see RankLists).
+    With ``builder``, each file's tables are folded into it as they arrive and not
+    returned (see TablesBuilder); without, they are returned.
     """
     loader: Callable[[DumpFile], FileTables | FileError] = functools.partial(load_one, limits=limits or Limits())
     workers = default_workers() if workers is None else workers
@@ -228,9 +180,9 @@ def map_files(
     def collect(result: FileTables | FileError) -> None:
         if isinstance(result, FileError):
             errors.append(result)
+        elif builder is not None:
+            builder.add(result)
         else:
-            if rank_lists is not None:
-                result.configs = rank_lists.encode(result.configs)
             parts.append(result)
         bar.step()
 
@@ -286,11 +238,10 @@ def load(
     key = cache.fingerprint(files, discover_errors, repr(limits or DEFAULT_LIMITS)) if use_cache and files else None
     if key and (hit := cache.read_cached(key)):
         return to_dumpset(*hit)
-    rank_lists = RankLists()
-    parts, read_errors = map_files(files, workers=workers, progress=progress, limits=limits, rank_lists=rank_lists)
+    builder = TablesBuilder()
+    _, read_errors = map_files(files, workers=workers, progress=progress, limits=limits, builder=builder)
     errors = [*discover_errors, *read_errors]
-    tables = combine_tables(parts, rank_lists)
-    del parts
+    tables = builder.finish()
     if key:
         cache.write_cached(key, tables, errors)
     return to_dumpset(tables, errors)

@@ -118,6 +118,16 @@ def _int_array(values: list, key: str, nullable: bool) -> pa.Array:
     return pa.array(out, type=pa.int64())
 
 
+def _int32_array(values: list, key: str) -> pa.Array:
+    """Small integers (a process-local group id); refuses what does not fit in 32 bits."""
+    wide = _int_array(values, key, nullable=False)
+    try:
+        return wide.cast(pa.int32())
+    except pa.ArrowInvalid:
+        i = _first_bad(wide.to_pylist(), lambda v: -(2**31) <= v < 2**31)
+        raise DumpFormatError(f"entry {i} '{key}' = {wide[i].as_py()} does not fit in 32 bits") from None
+
+
 def _time_array(values: list, key: str) -> pa.Array:
     """Timestamps; JSON dumps write a missing time as 0, so 0 and below become null."""
     if not set(map(type, values)) <= {int, type(None)}:
@@ -440,7 +450,7 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
         s.RANK: pa.array(np.full(n, rank, dtype=np.int32)),
         s.ENTRY_INDEX: pa.array(np.arange(n, dtype=np.int32)),
         s.RECORD_ID: _int_array(_column(entries, "record_id"), "record_id", nullable=True),
-        s.PG_ID: _int_array(required[s.PG_ID], s.PG_ID, nullable=False),
+        s.PG_ID: _int32_array(required[s.PG_ID], s.PG_ID),
         s.PG_NAME: _dict_array(pg_codes, [v[0] for v in pg_distinct]),
         s.PG_DESC: _dict_array(pg_codes, [v[1] for v in pg_distinct]),
         s.SEQ: _int_array(required[s.SEQ], s.SEQ, nullable=False),

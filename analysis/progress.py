@@ -49,10 +49,10 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     """
     if cells.empty:
         return {}
-    member = group_ids(cells, [s.PG_KEY, s.RANK])
+    member = group_ids(cells, [s.PG_KEY, s.RANK], first_seen=False)
     n = int(member.max()) + 1
-    first = np.full(n, len(member), dtype=np.int64)
-    np.minimum.at(first, member, np.arange(len(member)))
+    first = np.empty(n, dtype=np.int64)
+    first[member[::-1]] = np.arange(len(member) - 1, -1, -1)  # the last write wins: each member's first row
     seq = cells[s.SEQ].to_numpy(dtype=np.int64)
     done = cells["done"].to_numpy(dtype=bool)
     big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -63,8 +63,8 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     np.minimum.at(pending_lo, member[~done], seq[~done])
     np.maximum.at(done_hi, member[done], seq[done])
     n_done = np.bincount(member[done], minlength=n)
-    keys = cells[s.PG_KEY].to_numpy()[first]
-    ranks = cells[s.RANK].to_numpy(dtype=np.int64)[first]
+    keys = cells[s.PG_KEY].iloc[first].to_numpy()
+    ranks = cells[s.RANK].iloc[first].to_numpy(dtype=np.int64)
     count = np.bincount(member, minlength=n)
     return {
         (str(k), int(r)): (

@@ -17,39 +17,61 @@ _KEY_LIMIT = 1 << 62
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
-    """Codes 0..n-1 for ``column`` (0 is missing) and n."""
+    """Codes 0..n-1 for ``column`` (0 is missing) and n; the codes may be any integer type."""
     values = column.array
     if isinstance(values, pd.Categorical):
-        return values.codes.astype(np.int64) + 1, len(values.categories) + 1
+        return values.codes, len(values.categories) + 1  # -1 is missing: the caller adds 1
     if column.dtype.kind in "iub" or str(column.dtype).startswith(("int", "uint", "bool")):
         missing = column.isna().to_numpy()
         ints = column.to_numpy(dtype=np.int64, na_value=0)
+        if not (ints.flags.owndata and ints.flags.writeable):
+            ints = ints.copy()  # a view of the frame's own data: never change it in place
         if len(ints) and not missing.all():
-            low, high = int(ints[~missing].min()), int(ints[~missing].max())
+            present = ints[~missing] if missing.any() else ints
+            low, high = int(present.min()), int(present.max())
             if high - low < _KEY_LIMIT:
-                return np.where(missing, 0, ints - low + 1), high - low + 2
+                ints -= low  # in place: a second full-length array would double the peak
+                ints[missing] = -1
+                return ints, high - low + 2
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    return codes.astype(np.int64) + 1, len(uniques) + 1
+    return codes, len(uniques) + 1
 
 
 def row_key(frame: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
     """One int64 per row, equal exactly when the rows agree on ``columns``; None on overflow."""
+    keyed = _row_key(frame, columns)
+    return None if keyed is None else keyed[0]
+
+
+def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] | None:
+    """The row key and its span (every key is below it)."""
     key = np.zeros(len(frame), dtype=np.int64)
     span = 1
     for name in columns:
         codes, n = _codes(frame[name])
         if span * n >= _KEY_LIMIT:
             return None
-        key = key * n + codes
+        key *= n
+        key += codes
+        key += 1
         span *= n
-    return key
+    return key, span
 
 
-def group_ids(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """Dense ids 0..n-1 per distinct combination of ``columns``, in first-seen order."""
-    key = row_key(frame, columns)
-    if key is None:
+def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True) -> np.ndarray:
+    """Dense ids 0..n-1 per distinct combination of ``columns``.
+
+    In first-seen order; with ``first_seen=False`` in any order, which for a small key
+    span costs one table of the span instead of a hash table of every row.
+    """
+    keyed = _row_key(frame, columns)
+    if keyed is None:
         return frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy(dtype=np.int64)
+    key, span = keyed
+    if not first_seen and span <= max(len(key), 1 << 16):
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        return (np.cumsum(present, dtype=np.int64) - 1)[key]
     return pd.factorize(key)[0].astype(np.int64)
 
 

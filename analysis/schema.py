@@ -47,7 +47,7 @@ ENTRY_SCHEMA = pa.schema(
         (RANK, pa.int32()),
         (ENTRY_INDEX, pa.int32()),
         (RECORD_ID, pa.int64()),
-        (PG_ID, pa.int64()),
+        (PG_ID, pa.int32()),
         (PG_NAME, _dict_str),
         (PG_DESC, _dict_str),
         (SEQ, pa.int64()),

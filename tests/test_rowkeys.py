@@ -45,6 +45,10 @@ def test_distinct_and_group_ids_match_pandas(frame: pd.DataFrame, columns: list[
     ids = rowkeys.group_ids(frame, columns)
     expected = frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy()
     assert ids.tolist() == expected.tolist()
+    unordered = rowkeys.group_ids(frame, columns, first_seen=False)
+    assert sorted(set(unordered.tolist())) == list(range(len(set(expected.tolist()))))
+    pairs = set(zip(unordered.tolist(), expected.tolist()))  # the same partition, other names
+    assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
 
 
 def test_equals_and_flag() -> None:

@@ -1,0 +1,162 @@
+"""Reduce step: per-file tables into one set of narrow tables, one file at a time.
+
+Each file's tables are folded in as they arrive and then dropped, so the parent never
+holds the files' tables and the combined ones at once. Folding in is where the
+combined tables get narrow:
+
+- text columns become codes into one dictionary for the whole set, two bytes a row
+  (four once a column has more than 32,767 distinct values);
+- call stacks are kept once per distinct stack, and entries refer to them by a dense
+  int32 number instead of the per-file 64-bit hash;
+- each distinct pg_config rank list is kept once (every rank's dump repeats the
+  default group's list, so kept per file they grow with ranks squared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import schema as s
+from .parse import FileTables
+
+_NARROW = np.int16
+_WIDE = np.int32
+
+
+class _DictionaryColumn:
+    """One text column of every file, as codes into a dictionary shared by all files."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+        self.chunks: list[np.ndarray] = []
+
+    def add(self, column: pa.ChunkedArray) -> None:
+        for chunk in column.chunks:
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = chunk.dictionary_encode()
+            remap = np.array([self.values.setdefault(v, len(self.values)) for v in chunk.dictionary.to_pylist()] + [-1])
+            indices = chunk.indices.fill_null(len(remap) - 1).to_numpy(zero_copy_only=False)
+            if len(self.values) > np.iinfo(_NARROW).max and self.chunks and self.chunks[0].dtype == _NARROW:
+                self.chunks = [c.astype(_WIDE) for c in self.chunks]
+            dtype = _NARROW if len(self.values) <= np.iinfo(_NARROW).max else _WIDE
+            self.chunks.append(remap.astype(dtype)[indices])
+
+    def finish(self) -> pa.DictionaryArray:
+        codes = np.concatenate(self.chunks) if self.chunks else np.zeros(0, _NARROW)
+        self.chunks = []
+        nulls = codes < 0
+        index_type = pa.from_numpy_dtype(codes.dtype)
+        indices = pa.array(
+            np.where(nulls, 0, codes) if nulls.any() else codes, type=index_type, mask=nulls if nulls.any() else None
+        )
+        return pa.DictionaryArray.from_arrays(indices, pa.array(list(self.values), pa.string()))
+
+
+class _Stacks:
+    """Distinct call stacks of every file, numbered 0.. in first-seen order."""
+
+    def __init__(self) -> None:
+        self.number: dict[int, int] = {}
+        self.rows: list[pa.Table] = []
+
+    def add(self, stacks: pa.Table) -> None:
+        hashes = stacks.column(s.STACK_ID).to_pylist()
+        new = [i for i, h in enumerate(hashes) if h not in self.number]
+        for i in new:
+            self.number[hashes[i]] = len(self.number)
+        if new:
+            self.rows.append(stacks.take(new))
+
+    def renumber(self, stack_ids: pa.ChunkedArray) -> pa.Array:
+        """Per-file stack hashes -> the set's stack numbers (nulls stay null)."""
+        hashes = stack_ids.combine_chunks()
+        distinct = pc.unique(hashes.drop_null()).to_pylist()
+        numbers = pa.array([self.number[h] for h in distinct], pa.int32())
+        return pc.take(numbers, pc.index_in(hashes, value_set=pa.array(distinct, pa.int64())))
+
+    def finish(self) -> pa.Table:
+        table = pa.concat_tables(self.rows) if self.rows else s.STACK_SCHEMA.empty_table()
+        numbers = pa.array([self.number[h] for h in table.column(s.STACK_ID).to_pylist()], pa.int32())
+        return table.set_column(table.schema.get_field_index(s.STACK_ID), s.STACK_ID, numbers)
+
+
+class RankLists:
+    """One copy of each distinct pg_config rank list across all files."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def encode(self, configs: pa.Table) -> pa.Table:
+        """Rank-list text -> int32 id."""
+        where = configs.schema.get_field_index(s.RANKS)
+        ids = [self._ids.setdefault(text, len(self._ids)) for text in configs.column(where).to_pylist()]
+        return configs.set_column(where, s.RANKS, pa.array(ids, pa.int32()))
+
+    def decode(self, configs: pa.Table) -> pa.Table:
+        """Ids -> a dictionary column whose dictionary holds each distinct list once."""
+        where = configs.schema.get_field_index(s.RANKS)
+        ids = configs.column(where).combine_chunks()
+        texts = pa.array(list(self._ids), pa.string())
+        return configs.set_column(where, s.RANKS, pa.DictionaryArray.from_arrays(ids, texts))
+
+
+class TablesBuilder:
+    """Folds in one file's tables at a time; :meth:`finish` gives the combined tables."""
+
+    def __init__(self) -> None:
+        self._text = {f.name: _DictionaryColumn() for f in s.ENTRY_SCHEMA if pa.types.is_dictionary(f.type)}
+        self._plain: dict[str, list[pa.Array]] = {
+            f.name: [] for f in s.ENTRY_SCHEMA if f.name not in self._text and f.name != s.STACK_ID
+        }
+        self._stack_numbers: list[pa.Array] = []
+        self._stacks = _Stacks()
+        self._rank_lists = RankLists()
+        self._small: dict[str, list[pa.Table]] = {"configs": [], "status": [], "meta": []}
+
+    def add(self, part: FileTables) -> None:
+        entries = part.entries
+        for name, column in self._text.items():
+            column.add(entries.column(name))
+        for name, chunks in self._plain.items():
+            chunks.extend(entries.column(name).chunks)
+        self._stacks.add(part.stacks)
+        self._stack_numbers.append(self._stacks.renumber(entries.column(s.STACK_ID)))
+        self._small["configs"].append(self._rank_lists.encode(part.configs))
+        self._small["status"].append(part.status)
+        self._small["meta"].append(part.meta)
+
+    def finish(self) -> dict[str, pa.Table]:
+        """The combined tables; the builder is empty afterwards."""
+        columns: dict[str, pa.ChunkedArray | pa.Array] = {}
+        for field in s.ENTRY_SCHEMA:
+            if field.name in self._text:
+                columns[field.name] = self._text[field.name].finish()
+            elif field.name == s.STACK_ID:
+                columns[field.name] = pa.chunked_array(self._stack_numbers, pa.int32())
+            else:
+                columns[field.name] = pa.chunked_array(self._plain[field.name], field.type)
+        self._plain = {name: [] for name in self._plain}
+        self._stack_numbers = []
+        configs = self._small["configs"] or [_EMPTY_CONFIGS]
+        return {
+            "entries": pa.table(columns),
+            "stacks": self._stacks.finish(),
+            "configs": self._rank_lists.decode(pa.concat_tables(configs)),
+            "status": pa.concat_tables(self._small["status"] or [s.STATUS_SCHEMA.empty_table()]),
+            "files": pa.concat_tables(self._small["meta"] or [s.RANK_SCHEMA.empty_table()]),
+        }
+
+
+_EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
+
+
+def combine_tables(parts: Iterable[FileTables]) -> dict[str, pa.Table]:
+    """Combine per-file tables (see :class:`TablesBuilder`)."""
+    builder = TablesBuilder()
+    for part in parts:
+        builder.add(part)
+    return builder.finish()
