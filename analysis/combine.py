@@ -14,6 +14,7 @@ combined tables get narrow:
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterable
 
 import numpy as np
@@ -130,17 +131,19 @@ class TablesBuilder:
         self._small["meta"].append(part.meta)
 
     def finish(self) -> dict[str, pa.Table]:
-        """The combined tables; the builder is empty afterwards."""
-        columns: dict[str, pa.ChunkedArray | pa.Array] = {}
-        for field in s.ENTRY_SCHEMA:
+        """The combined tables; call once, after the last file."""
+        plain, self._plain = self._plain, {name: [] for name in self._plain}
+        stack_numbers, self._stack_numbers = self._stack_numbers, []
+        columns: dict[str, pa.Array] = {}
+        for field in s.ENTRY_SCHEMA:  # one contiguous array each: numpy views need no concatenation
             if field.name in self._text:
                 columns[field.name] = self._text[field.name].finish()
             elif field.name == s.STACK_ID:
-                columns[field.name] = pa.chunked_array(self._stack_numbers, pa.int32())
+                columns[field.name] = pa.chunked_array(stack_numbers, pa.int32()).combine_chunks()
+                stack_numbers.clear()
             else:
-                columns[field.name] = pa.chunked_array(self._plain[field.name], field.type)
-        self._plain = {name: [] for name in self._plain}
-        self._stack_numbers = []
+                columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
+            return_freed_memory()  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
         configs = self._small["configs"] or [_EMPTY_CONFIGS]
         return {
             "entries": pa.table(columns),
@@ -152,6 +155,20 @@ class TablesBuilder:
 
 
 _EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
+
+
+def return_freed_memory() -> None:
+    """Hand memory freed by loading back to the OS before more is allocated.
+
+    Arrow's allocator and glibc's heap both keep what was freed (the per-file tables, the
+    pool's transfer buffers): at 4,096 ranks about 0.9 GB that would otherwise add to the
+    analysis' peak.
+    """
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # glibc only; elsewhere there is no such call
+    except (OSError, AttributeError):
+        pass
 
 
 def combine_tables(parts: Iterable[FileTables]) -> dict[str, pa.Table]:

@@ -12,6 +12,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from . import schema as s
@@ -84,10 +85,16 @@ def _config_groups(configs: pd.DataFrame) -> tuple[dict[str, ProcessGroup], dict
         key = name if variants[name] == 1 else f"{name}:{','.join(map(str, ranks))}"
         if key not in groups:
             groups[key] = ProcessGroup(key, name, desc, ranks, "pg_config")
-    for rank, name, ranks_text in configs[[s.RANK, s.PG_NAME, s.RANKS]].itertuples(index=False):
-        ranks = parsed[ranks_text]
-        key = name if variants[name] == 1 else f"{name}:{','.join(map(str, ranks))}"
-        key_of[(int(rank), name)] = key
+    names = configs[s.PG_NAME].astype(str)
+    ranks_col = configs[s.RANK].to_numpy(dtype=np.int64).tolist()
+    shared = names.isin([n for n, count in variants.items() if count > 1]).to_numpy()
+    plain = np.flatnonzero(~shared).tolist()
+    plain_names = names.iloc[plain].tolist()
+    key_of.update(zip(zip(map(ranks_col.__getitem__, plain), plain_names), plain_names))  # C loops: most rows
+    for i in np.flatnonzero(shared).tolist():  # a name written with two rank lists: key by the list
+        name = names.iat[i]
+        ranks = parsed[configs[s.RANKS].iat[i]]
+        key_of[(ranks_col[i], name)] = f"{name}:{','.join(map(str, ranks))}"
     return groups, key_of
 
 

@@ -8,7 +8,6 @@ per-file tables back (see README, "Beyond one machine").
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import multiprocessing
 import os
@@ -24,7 +23,7 @@ import pyarrow.parquet as pq
 
 from . import cache
 from . import schema as s
-from .combine import TablesBuilder, combine_tables
+from .combine import TablesBuilder, combine_tables, return_freed_memory
 from .discover import DumpFile, FileError, discover
 from .parse import DEFAULT_LIMITS, FileTables, Limits
 from .read import DumpReadError, read_dump
@@ -80,22 +79,8 @@ def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) ->
         files=_to_pandas(tables["files"]),
         file_errors=list(errors),
     )
-    _return_freed_memory()
+    return_freed_memory()
     return dumps
-
-
-def _return_freed_memory() -> None:
-    """Hand memory freed by loading back to the OS before the analysis allocates its own.
-
-    Arrow's allocator and glibc's heap both keep what was freed (the per-file tables, the
-    pool's transfer buffers): at 4,096 ranks about 0.9 GB that would otherwise add to the
-    analysis' peak.
-    """
-    pa.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)  # glibc only; elsewhere there is no such call
-    except (OSError, AttributeError):
-        pass
 
 
 def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> DumpSet:

@@ -47,8 +47,11 @@ def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] 
     """The row key and its span (every key is below it)."""
     key = np.zeros(len(frame), dtype=np.int64)
     span = 1
+    dense_limit = max(len(key), 1 << 20)
     for name in columns:
         codes, n = _codes(frame[name])
+        if span * n > dense_limit and 1 < span <= dense_limit:
+            key, span = _renumber(key, span)
         if span * n >= _KEY_LIMIT:
             return None
         key *= n
@@ -56,6 +59,15 @@ def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] 
         key += 1
         span *= n
     return key, span
+
+
+def _renumber(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """The same partition with keys 0..k-1 for the k values present: keeps the span of
+    several columns' key near the number of distinct rows, not the product of ranges."""
+    present = np.zeros(span, dtype=bool)
+    present[key] = True
+    number = np.cumsum(present, dtype=np.int64) - 1
+    return number[key], int(number[-1]) + 1
 
 
 def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True) -> np.ndarray:
@@ -69,17 +81,22 @@ def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True) 
         return frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy(dtype=np.int64)
     key, span = keyed
     if not first_seen and span <= max(len(key), 1 << 16):
-        present = np.zeros(span, dtype=bool)
-        present[key] = True
-        return (np.cumsum(present, dtype=np.int64) - 1)[key]
+        return _renumber(key, span)[0]
     return pd.factorize(key)[0].astype(np.int64)
 
 
 def duplicated(frame: pd.DataFrame, columns: list[str], keep: str | bool = "first") -> np.ndarray:
     """``frame.duplicated(columns, keep=keep)`` as a boolean array."""
-    key = row_key(frame, columns)
-    if key is None:
+    keyed = _row_key(frame, columns)
+    if keyed is None:
         return frame.duplicated(columns, keep=keep).to_numpy()
+    key, span = keyed
+    if keep in ("first", False) and len(key) and span <= max(len(key), 1 << 16):  # a table of the span
+        if keep is False:
+            return np.bincount(key, minlength=span)[key] > 1
+        first = np.empty(span, dtype=np.int64)
+        first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the last write wins: each key's first row
+        return first[key] != np.arange(len(key))
     if keep != "first" or not len(key):
         return pd.Series(key).duplicated(keep=keep).to_numpy()
     # A first occurrence starts a run of equal keys; tables grouped by rank have few runs.
