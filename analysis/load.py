@@ -84,17 +84,20 @@ def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) ->
 
 
 def combine(parts: Iterable[FileTables], errors: Sequence[FileError] = ()) -> DumpSet:
-    """Reduce step: concatenate per-file tables into one DumpSet."""
+    """Reduce step: fold per-file tables into one DumpSet; a generator is read one part at a time."""
     return to_dumpset(combine_tables(parts), errors)
 
 
 def combine_results(results: Iterable[FileTables | FileError], errors: Sequence[FileError] = ()) -> DumpSet:
     """Reduce the map step's results as any engine returns them (tables and errors mixed)."""
-    parts: list[FileTables] = []
     problems = list(errors)
+    builder = TablesBuilder()
     for result in results:
-        (problems if isinstance(result, FileError) else parts).append(result)
-    return combine(parts, problems)
+        if isinstance(result, FileError):
+            problems.append(result)
+        else:
+            builder.add(result)
+    return to_dumpset(builder.finish(), problems)
 
 
 _PART_TABLES = ("entries", "stacks", "configs", "status", "meta")
