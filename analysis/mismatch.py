@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as s
+from .rowkeys import group_ids
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
@@ -67,7 +68,7 @@ def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismat
     found: list[Mismatch] = []
     if cells.empty:
         return found
-    gid = cells.groupby([s.PG_KEY, s.SEQ], sort=False, observed=True).ngroup().to_numpy()
+    gid = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
     op_ok = cells[s.OP].cat.categories.map(sizes_comparable).to_numpy(dtype=bool)
     op_codes = cells[s.OP].cat.codes.to_numpy()
     flagged: set[tuple[str, int, int]] = set()

@@ -14,6 +14,8 @@ import pandas as pd
 
 from . import schema as s
 
+_NOT_ISSUED = np.iinfo(np.int64).min
+
 Token = tuple[str, int]
 """(group description, collective seq): the same program point in every sibling group."""
 
@@ -32,6 +34,8 @@ class ProgramOrder:
         self._rank = cells[s.RANK].to_numpy(dtype=np.int64)
         self._rid = entries[s.RECORD_ID].to_numpy(dtype=np.int64, na_value=-1)[cells["row"].to_numpy()]
         self._tokens: dict[Token, dict[int, int]] = {}
+        self._arrays: dict[Token, np.ndarray] = {}
+        self._world = int(self._rank.max()) + 1 if len(self._rank) else 0
         self._ranks: dict[int, list[tuple[int, Token]]] = {}
         self._desc_names = [str(d) for d in desc_names]
 
@@ -60,9 +64,21 @@ class ProgramOrder:
 
     def before(self, first: Token, second: Token) -> int:
         """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if unknown."""
-        a, b = self._records(first), self._records(second)
-        votes = sum(1 if a[r] < b[r] else -1 for r in a.keys() & b.keys())
+        a, b = self._record_array(first), self._record_array(second)
+        both = (a != _NOT_ISSUED) & (b != _NOT_ISSUED)
+        votes = int(np.count_nonzero(a[both] < b[both])) * 2 - int(np.count_nonzero(both))
         return (votes > 0) - (votes < 0)
+
+    def _record_array(self, token: Token) -> np.ndarray:
+        """record_id by rank (_NOT_ISSUED where none), for array-wide votes; the newest few are kept."""
+        if token not in self._arrays:
+            if len(self._arrays) >= 256:
+                self._arrays.pop(next(iter(self._arrays)))
+            out = np.full(self._world, _NOT_ISSUED, dtype=np.int64)
+            records = self._records(token)
+            out[list(records)] = list(records.values())
+            self._arrays[token] = out
+        return self._arrays[token]
 
     def recent(self, rank: int, n: int = 8) -> list[Token]:
         """The rank's newest collectives, newest first."""
