@@ -14,7 +14,7 @@ import pandas as pd
 from . import schema as s
 from .groups import GroupIndex
 from .load import DumpSet
-from .rowkeys import duplicated, equals, flag
+from .rowkeys import duplicated, equals, flag, group_ids
 
 DONE = "done"
 ROW = "row"
@@ -65,12 +65,32 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
             s.STACK_ID: _masked(_take_int(e[s.STACK_ID], idx, -1).astype(np.int32), below=0),
         }
     )
-    dup = duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False)
+    dup = _shared_cells(cells)
     if dup.any():
         cells = pd.concat([cells.loc[~dup], _fold(cells.loc[dup])], ignore_index=True)
         for col in (s.PG_KEY, *COLUMNS):
             cells[col] = cells[col].astype("category")
     return cells
+
+
+def _shared_cells(cells: pd.DataFrame) -> np.ndarray:
+    """Rows whose (group, seq, rank) another row has too: the members of coalesced ops.
+
+    A rank's rows are contiguous (one file each), so each rank's few thousand rows are
+    sorted on their own instead of hashing every row of the job together.
+    """
+    rank = cells[s.RANK].to_numpy()
+    starts = np.flatnonzero(np.concatenate(([True], rank[1:] != rank[:-1]))) if len(rank) else np.zeros(0, int)
+    if len(np.unique(rank[starts])) != len(starts):  # a rank's rows are split: count them all together
+        return duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False)
+    pair = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
+    shared = np.zeros(len(pair), dtype=bool)
+    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(pair)]):
+        mine = np.sort(pair[start:end])
+        repeated = mine[1:][mine[1:] == mine[:-1]]
+        if len(repeated):
+            shared[start:end] = np.isin(pair[start:end], repeated)
+    return shared
 
 
 def _fold(rows: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,34 @@
+"""Coalesced members are found exactly: the rows whose (group, seq, rank) repeat."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis import schema as s
+from analysis.cells import _shared_cells
+
+
+@st.composite
+def cell_frames(draw) -> pd.DataFrame:
+    rows = draw(
+        st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "c"]), st.integers(0, 5)), max_size=60)
+    )
+    if draw(st.booleans()):
+        rows.sort(key=lambda r: r[0])  # one block per rank, as loaded files give
+    return pd.DataFrame(
+        {
+            s.RANK: np.array([r[0] for r in rows], dtype=np.int32),
+            s.PG_KEY: pd.Categorical([r[1] for r in rows]),
+            s.SEQ: np.array([r[2] for r in rows], dtype=np.int64),
+        }
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(cell_frames())
+def test_shared_cells_match_pandas(cells: pd.DataFrame) -> None:
+    expected = cells.duplicated([s.PG_KEY, s.SEQ, s.RANK], keep=False).to_numpy()
+    assert _shared_cells(cells).tolist() == expected.tolist()
