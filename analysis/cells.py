@@ -63,7 +63,8 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
             **{c: _take_cat(e[c], idx) for c in COLUMNS},
             s.T_CREATED: _masked(_take_int(e[s.T_CREATED], idx, -1), below=0),
             s.STACK_ID: _masked(_take_int(e[s.STACK_ID], idx, -1).astype(np.int32), below=0),
-        }
+        },
+        copy=False,  # every array is new here: no second copy into consolidated blocks
     )
     dup = _shared_cells(cells)
     if dup.any():

@@ -80,31 +80,19 @@ def build_wait_graph(
     graph = WaitGraph()
     for key, group in index.groups.items():
         members = group.ranks
+        at: dict[int, tuple[list[tuple[int, str]], bool]] = {}  # seq -> (who holds it up and why, any done)
         for r in members:
             p = progress.get((key, r))
             if p is None or p.first_pending is None:
                 continue
             q = p.first_pending
+            if q not in at:  # the same for every rank blocked at q: one pass over the members per seq
+                at[q] = _holding_up(key, members, q, progress, have_dump)
+            reasons, peer_completed = at[q]
             op = pending_ops.get((key, r, q))
             blocked = Blocked(r, key, q, op)
             graph.blocked.append(blocked)
-            peer_completed = False
-            waits = []
-            for other in members:
-                if other == r:
-                    continue
-                if other not in have_dump:
-                    waits.append(WaitEdge(r, other, key, q, NO_DUMP, op))
-                    continue
-                po = progress.get((key, other))
-                if po is None or not po.known:
-                    waits.append(WaitEdge(r, other, key, q, NO_RECORD, op))
-                elif po.enqueued < q:
-                    waits.append(WaitEdge(r, other, key, q, NOT_ISSUED, op))
-                elif po.first_pending is not None and po.first_pending < q:
-                    waits.append(WaitEdge(r, other, key, q, BEHIND, op))
-                elif po.completed is not None and po.completed >= q:
-                    peer_completed = True
+            waits = [WaitEdge(r, other, key, q, reason, op) for other, reason in reasons if other != r]
             if waits:
                 graph.edges.extend(waits)
             elif peer_completed:
@@ -113,6 +101,29 @@ def build_wait_graph(
                 graph.stalled.setdefault((key, q), []).append(r)
     _add_p2p_edges(graph, index, have_dump, p2p_pending)
     return graph
+
+
+def _holding_up(
+    key: str, members: tuple[int, ...], q: int, progress: dict[tuple[str, int], Progress], have_dump: set[int]
+) -> tuple[list[tuple[int, str]], bool]:
+    """The members a rank blocked at seq ``q`` waits on, with the reason, and whether any
+    member completed ``q``. A blocked rank itself never waits on itself: it issued ``q``."""
+    reasons: list[tuple[int, str]] = []
+    peer_completed = False
+    for other in members:
+        if other not in have_dump:
+            reasons.append((other, NO_DUMP))
+            continue
+        po = progress.get((key, other))
+        if po is None or not po.known:
+            reasons.append((other, NO_RECORD))
+        elif po.enqueued < q:
+            reasons.append((other, NOT_ISSUED))
+        elif po.first_pending is not None and po.first_pending < q:
+            reasons.append((other, BEHIND))
+        elif po.completed is not None and po.completed >= q:
+            peer_completed = True
+    return reasons, peer_completed
 
 
 def _add_p2p_edges(graph: WaitGraph, index: GroupIndex, have_dump: set[int], pending: pd.DataFrame) -> None:
