@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from . import data, state
+from . import data, state, timings
 from .components import drilldown, export, heatmap, overview, sidebar, verdict, wavefront
 from .components.text import md_escape
 from .sources import parse_args
@@ -16,6 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def run(argv: Sequence[str]) -> None:
+    with timings.timed_run(st.session_state, st.query_params):
+        _page(argv)
+
+
+def _page(argv: Sequence[str]) -> None:
     st.set_page_config(page_title="Flight Deck", page_icon=":material/flight_land:", layout="wide")
     args = parse_args(argv)
     ss = st.session_state

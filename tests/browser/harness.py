@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,9 +46,9 @@ def _free_port() -> int:
 
 
 class Server:
-    """``streamlit run`` in a subprocess on a free local port."""
+    """``streamlit run`` in a subprocess on a free local port; ``env`` is added to this process's."""
 
-    def __init__(self, script: Path, args: Sequence[str], log: Path) -> None:
+    def __init__(self, script: Path, args: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log, "w")  # noqa: SIM115  (closed in stop())
@@ -71,7 +71,8 @@ class Server:
         ]
         if args:
             cmd += ["--", *args]
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT)
+        full_env = {**os.environ, **env} if env else None
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
         self.log_path = log
         self._wait_healthy()
 
