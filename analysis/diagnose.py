@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import schema as s
@@ -17,6 +18,7 @@ from .mismatch import Mismatch, find_mismatches
 from .order import ProgramOrder
 from .progress import Progress, compute_progress
 from .report import Report, Wavefront
+from .rowindex import RankRows
 from .rowkeys import equals, flag
 from .waitfor import WaitGraph, build_wait_graph, reaches
 
@@ -45,6 +47,14 @@ class Analysis:
     mismatches: list[Mismatch]
     graph: WaitGraph
     missing_dumps: list[int]
+    _rank_rows: dict[str, RankRows] = field(default_factory=dict, repr=False)
+
+    def rank_rows(self, table: str, rank: int) -> np.ndarray:
+        """Positions of ``rank``'s rows in ``cells`` or the dumps' ``entries`` (built on first use)."""
+        if table not in self._rank_rows:
+            frame = self.cells if table == "cells" else self.dumps.entries
+            self._rank_rows[table] = RankRows(frame[s.RANK].to_numpy(dtype=np.int64))
+        return self._rank_rows[table].of(rank)
 
     @property
     def records_p2p(self) -> bool:

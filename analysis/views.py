@@ -18,8 +18,8 @@ def entry_at(a: Analysis, pg_key: str, rank: int, seq: int) -> dict[str, Any] | 
     The table keeps what the analysis needs; the entry as the rank wrote it (output
     sizes, timings, thread, frames) is read back from its dump file, one file per click.
     """
-    c = a.cells
-    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.RANK] == rank) & (c[s.SEQ] == seq)]
+    mine = a.cells.iloc[a.rank_rows("cells", rank)]
+    hit = mine.loc[((mine[s.PG_KEY] == pg_key) & (mine[s.SEQ] == seq)).to_numpy()]
     if hit.empty:
         return None
     row = a.dumps.entries.loc[int(hit.iloc[0]["row"])]
@@ -85,8 +85,7 @@ def stack_diff(mine: list[str], majority: list[str]) -> list[tuple[str, str]]:
 
 def last_entries(a: Analysis, rank: int, n: int = 20) -> pd.DataFrame:
     """The rank's newest entries across all groups, newest first."""
-    e = a.dumps.entries
-    mine = e.loc[e[s.RANK] == rank]
+    mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
     cols = [
         s.RECORD_ID,
         s.PG_NAME,

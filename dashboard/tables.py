@@ -137,8 +137,8 @@ def suspect_stack(report: Report, rank: int) -> tuple[str, list[str]]:
         if entry and entry.get(s.STACK_ID) is not None:
             where = f"at the wavefront: group {w.pg_name} seq {w.collective_seq_id} ({entry.get(s.OP)})"
             return where, views.stack_frames(a, int(entry[s.STACK_ID]))
-    e = a.dumps.entries
-    mine = e.loc[(e[s.RANK] == rank) & e[s.STACK_ID].notna()]
+    mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
+    mine = mine.loc[mine[s.STACK_ID].notna().to_numpy()]
     if mine.empty:
         return "no entry of this rank recorded a call stack", []
     last = mine.sort_values(s.RECORD_ID).iloc[-1]
@@ -160,9 +160,8 @@ def cell_stack(report: Report, pg_key: str, rank: int, seq: int) -> tuple[dict[s
     entry = views.entry_at(a, pg_key, rank, seq)
     exact = entry is not None
     if entry is None:
-        e = a.dumps.entries
         name = a.groups.groups[pg_key].name
-        mine = e.loc[e[s.RANK].to_numpy() == rank]
+        mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
         mine = mine.loc[(mine[s.PG_NAME].astype(str) == name).to_numpy()]
         if not mine.empty:
             row = mine.sort_values(s.RECORD_ID).iloc[-1]

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from analysis import schema as s
 from analysis.cells import _shared_cells
+from analysis.rowindex import RankRows
 
 
 @st.composite
@@ -32,3 +33,10 @@ def cell_frames(draw) -> pd.DataFrame:
 def test_shared_cells_match_pandas(cells: pd.DataFrame) -> None:
     expected = cells.duplicated([s.PG_KEY, s.SEQ, s.RANK], keep=False).to_numpy()
     assert _shared_cells(cells).tolist() == expected.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=50), st.integers(0, 5))
+def test_rank_rows_are_the_rows_of_that_rank(ranks: list[int], rank: int) -> None:
+    column = np.array(ranks, dtype=np.int64)
+    assert RankRows(column).of(rank).tolist() == np.flatnonzero(column == rank).tolist()
