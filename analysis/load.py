@@ -182,8 +182,10 @@ def map_files(
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         with multiprocessing.get_context(method).Pool(workers) as pool:
             chunk = max(1, min(64, len(files) // (workers * 8)))
-            for result in pool.imap(loader, files, chunksize=chunk):
-                collect(result)
+            results = pool.imap(loader, files, chunksize=chunk)
+            with collector_paused():  # the folded-in columns are many objects, none in a cycle
+                for result in results:
+                    collect(result)
     return parts, errors
 
 
