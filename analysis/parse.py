@@ -482,6 +482,22 @@ def _names_rank_above(text: str, max_rank: int) -> bool:
     return any(len(n) > 18 for n in numbers) or max(map(int, numbers)) > max_rank
 
 
+_RANK_LISTS_SEEN: dict[tuple[str, int], bool] = {}
+"""Rank lists this process already checked: every rank's dump repeats the default
+group's list (100 KB at 16k ranks), and scanning it per file made loading quadratic."""
+
+
+def _names_rank_above_cached(text: str, max_rank: int) -> bool:
+    if not 256 <= len(text) <= 1 << 20:  # short ones are cheap; huge ones are not kept
+        return _names_rank_above(text, max_rank)
+    key = (text, max_rank)
+    if key not in _RANK_LISTS_SEEN:
+        if len(_RANK_LISTS_SEEN) >= 256:
+            _RANK_LISTS_SEEN.clear()
+        _RANK_LISTS_SEEN[key] = _names_rank_above(text, max_rank)
+    return _RANK_LISTS_SEEN[key]
+
+
 def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
     if pg_config is None:
         pg_config = {}
@@ -491,7 +507,6 @@ def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
         raise DumpFormatError(f"'pg_config' lists {len(pg_config)} groups")
     names, descs, ranks = [], [], []
     text_left = limits.max_file_bytes  # shared strings must not multiply into gigabytes
-    checked: set[str] = set()
     for key, cfg in pg_config.items():
         if type(cfg) is not dict:
             raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] is {_describe(cfg)}, expected a dict")
@@ -503,10 +518,8 @@ def _configs_table(rank: int, pg_config: Any, limits: Limits) -> pa.Table:
             ranks_value = repr(ranks_value) if max(map(abs, ranks_value), default=0) < 10**30 else "?"
         if type(name) is not str or type(ranks_value) is not str:
             raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] has a non-string name or ranks")
-        if ranks_value not in checked:
-            if _names_rank_above(ranks_value, limits.max_rank):
-                raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] names a rank above {limits.max_rank}")
-            checked.add(ranks_value)
+        if _names_rank_above_cached(ranks_value, limits.max_rank):
+            raise DumpFormatError(f"pg_config[{_text(key, 40)!r}] names a rank above {limits.max_rank}")
         if name == "" and ranks_value in ("", "[]"):
             continue  # gloo writes one empty placeholder group
         desc = cfg.get("desc", "")

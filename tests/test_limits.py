@@ -368,3 +368,16 @@ def test_read_raw_reports_the_limit_in_the_message(tmp_path: Path) -> None:
     path.write_bytes(b"\x80\x02" + b"N" * 100 + b".")
     with pytest.raises(DumpReadError, match="size limit of 50 bytes"):
         read_raw(str(path), Limits(max_file_bytes=50))
+
+
+def test_a_long_rank_list_naming_a_huge_rank_is_refused_in_every_file() -> None:
+    """Long rank lists are checked once per process and remembered: both files are refused."""
+    from analysis.parse import DumpFormatError, parse_dump
+
+    ranks = str(list(range(200)) + [10**9])  # long enough to be remembered
+    for rank in (0, 1):
+        raw = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": ranks}}}
+        with pytest.raises(DumpFormatError, match="names a rank above"):
+            parse_dump(raw, rank, f"rank_{rank}", "pickle")
+    fine = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": str(list(range(200)))}}}
+    assert parse_dump(fine, 0, "rank_0", "pickle").configs.num_rows == 1
