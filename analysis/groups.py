@@ -124,11 +124,12 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     # pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
     # else through ranks with the same pg_id layout (Megatron-style SPMD creation order).
     status = dumps.status
-    layout: dict[int, frozenset[str]] = (
-        {int(r): frozenset(map(str, ids)) for r, ids in status.groupby(s.RANK, observed=True)[s.PG_ID]}
-        if not status.empty
-        else {}
-    )
+    status_ranks = status[s.RANK].to_numpy(dtype=np.int64).tolist()
+    status_ids = status[s.PG_ID].astype(str).tolist()
+    ids_of_rank: dict[int, set[str]] = defaultdict(set)
+    for rank, pg_id in zip(status_ranks, status_ids):
+        ids_of_rank[rank].add(pg_id)
+    layout = {rank: frozenset(ids) for rank, ids in ids_of_rank.items()}
     donor_desc: dict[tuple[frozenset[str], str], Counter] = defaultdict(Counter)
     for (rank, pg_id), name in id_to_name.items():
         if rank in layout:
@@ -137,8 +138,7 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     for g in index.groups.values():
         for r in g.ranks:
             groups_with_desc[(r, g.desc)].append(g.key)
-    for rank, pg_id in status[[s.RANK, s.PG_ID]].itertuples(index=False):
-        rank, pg_id = int(rank), str(pg_id)
+    for rank, pg_id in zip(status_ranks, status_ids):
         name = id_to_name.get((rank, pg_id))
         if name is not None:
             key = index.key_of.get((rank, name))

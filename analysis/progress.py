@@ -77,6 +77,9 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     }
 
 
+_STATUS_FIELDS = (s.LAST_ENQUEUED, s.LAST_STARTED, s.LAST_COMPLETED)
+
+
 def compute_progress(dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame) -> dict[tuple[str, int], Progress]:
     """(group key, rank) -> Progress, for every member rank of every group with a dump.
 
@@ -86,10 +89,10 @@ def compute_progress(dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame) -> 
 
     status: dict[tuple[str, int], tuple[int, int, int]] = {}
     st = dumps.status
-    for rank, pg_id, enq, started, completed in st[
-        [s.RANK, s.PG_ID, s.LAST_ENQUEUED, s.LAST_STARTED, s.LAST_COMPLETED]
-    ].itertuples(index=False):
-        key = index.status_key_of.get((int(rank), str(pg_id)))
+    columns = [st[s.RANK].to_numpy(dtype=np.int64).tolist(), st[s.PG_ID].astype(str).tolist()]
+    columns += [st[c].tolist() for c in _STATUS_FIELDS]  # missing: None (Arrow) or NaN, both -> -1
+    for rank, pg_id, enq, started, completed in zip(*columns):
+        key = index.status_key_of.get((rank, pg_id))
         if key is None or index.groups[key].has_p2p:
             continue
         status[(key, int(rank))] = (
