@@ -14,6 +14,7 @@ import pandas as pd
 from . import schema as s
 from .groups import GroupIndex
 from .load import DumpSet
+from .rowindex import rank_blocks
 from .rowkeys import duplicated, equals, flag, group_ids
 
 DONE = "done"
@@ -80,13 +81,12 @@ def _shared_cells(cells: pd.DataFrame) -> np.ndarray:
     A rank's rows are contiguous (one file each), so each rank's few thousand rows are
     sorted on their own instead of hashing every row of the job together.
     """
-    rank = cells[s.RANK].to_numpy()
-    starts = np.flatnonzero(np.concatenate(([True], rank[1:] != rank[:-1]))) if len(rank) else np.zeros(0, int)
-    if len(np.unique(rank[starts])) != len(starts):  # a rank's rows are split: count them all together
+    block_ranks, starts, ends = rank_blocks(cells[s.RANK].to_numpy())
+    if len(np.unique(block_ranks)) != len(block_ranks):  # a rank's rows are split: count them all together
         return duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False)
     pair = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
     shared = np.zeros(len(pair), dtype=bool)
-    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(pair)]):
+    for start, end in zip(starts.tolist(), ends.tolist()):
         mine = np.sort(pair[start:end])
         repeated = mine[1:][mine[1:] == mine[:-1]]
         if len(repeated):

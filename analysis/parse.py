@@ -183,6 +183,21 @@ def _codes(values: list, key: str, checked: bool = False) -> tuple[np.ndarray, l
     return np.array(codes, dtype=np.int32), list(seen)
 
 
+def _tuple_if_list(v: Any) -> Any:
+    return tuple(v) if type(v) is list else v
+
+
+def _content_codes(values: list, key: str, to_key: Callable[[Any], Any] | None = None) -> tuple[np.ndarray, list]:
+    """Codes by content (via ``to_key``), each distinct object converted and hashed once.
+
+    The writer memoizes strings and shared lists, so a column of 2,000 values holds a few
+    dozen distinct objects: they are found by identity first, in C loops.
+    """
+    obj_codes, objs = _by_identity(values)
+    content_codes, distinct = _codes(objs if to_key is None else list(map(to_key, objs)), key)
+    return (content_codes[obj_codes] if len(obj_codes) else obj_codes), distinct
+
+
 def _hashable(v: Any) -> bool:
     try:
         hash(v)
@@ -202,9 +217,7 @@ def _dict_array(codes: np.ndarray, texts: list[str | None]) -> pa.DictionaryArra
 
 
 def _string_codes(values: list, key: str, max_len: int = 4096) -> tuple[np.ndarray, list[str | None]]:
-    obj_codes, objs = _by_identity(values)  # the writer memoizes strings: few distinct objects
-    content_codes, distinct = _codes(objs, key)
-    codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
+    codes, distinct = _content_codes(values, key)
     for v in distinct:
         if v is not None and (type(v) is not str or len(v) > max_len):
             i = _first_bad(values, lambda x: x is None or (type(x) is str and len(x) <= max_len))
@@ -262,10 +275,7 @@ def _shape_texts(distinct: list, key: str, limits: Limits) -> list[str]:
 
 
 def _dtypes(values: list, key: str) -> tuple[np.ndarray, list[str]]:
-    obj_codes, objs = _by_identity(values)
-    keys = [tuple(v) if type(v) is list else v for v in objs]
-    content_codes, distinct = _codes(keys, key)
-    codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
+    codes, distinct = _content_codes(values, key, _tuple_if_list)
     texts = []
     for d in distinct:
         if type(d) is not tuple or not all(type(x) is str and len(x) <= 64 for x in d):
@@ -318,13 +328,13 @@ def _stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
     codes = np.zeros(n, dtype=np.int32)
     todo = np.arange(n)
     distinct: list = []
+    pick = frames_col.__getitem__
     for _ in range(_STACK_ROUNDS):
         if not len(todo):
             break
         bucket_ids, first = np.unique(buckets[todo], return_index=True)
         slot = np.searchsorted(bucket_ids, buckets[todo])
         leaders = todo[first]
-        pick = frames_col.__getitem__
         same = np.fromiter(map(eq, map(pick, todo.tolist()), map(pick, leaders[slot].tolist())), bool, len(todo))
         codes[todo[same]] = len(distinct) + slot[same]
         distinct.extend(map(pick, leaders.tolist()))
@@ -413,9 +423,7 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
         raise DumpFormatError(f"entry {i} is {_describe(entries[i])}, expected a dict")
     required = {key: _required_column(entries, key) for key in _REQUIRED_KEYS}
 
-    pg_obj_codes, pg_objs = _by_identity(required["process_group"])
-    pg_content_codes, pg_distinct = _codes([tuple(v) if type(v) is list else v for v in pg_objs], "process_group")
-    pg_codes = pg_content_codes[pg_obj_codes] if len(pg_obj_codes) else pg_obj_codes
+    pg_codes, pg_distinct = _content_codes(required["process_group"], "process_group", _tuple_if_list)
     for v in pg_distinct:
         if type(v) is not tuple or len(v) != 2 or not all(type(x) is str and len(x) <= 4096 for x in v):
             raise DumpFormatError(f"'process_group' holds {_describe(v)}, expected (name, desc)")

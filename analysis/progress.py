@@ -16,7 +16,7 @@ import pandas as pd
 from . import schema as s
 from .groups import GroupIndex
 from .load import DumpSet
-from .rowkeys import group_ids
+from .rowkeys import first_rows, group_ids
 
 ENQUEUED = "enqueued"
 COMPLETED = "completed"
@@ -51,8 +51,7 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
         return {}
     member = group_ids(cells, [s.PG_KEY, s.RANK], first_seen=False)
     n = int(member.max()) + 1
-    first = np.empty(n, dtype=np.int64)
-    first[member[::-1]] = np.arange(len(member) - 1, -1, -1)  # the last write wins: each member's first row
+    first = first_rows(member, n)
     seq = cells[s.SEQ].to_numpy(dtype=np.int64)
     done = cells["done"].to_numpy(dtype=bool)
     big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min

@@ -13,15 +13,20 @@ from collections import defaultdict
 import numpy as np
 
 
+def rank_blocks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of equal values in a rank column: (rank, start, end) of each, as arrays."""
+    change = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
+    starts = np.concatenate(([0], change)) if len(ranks) else change
+    ends = np.concatenate((change, [len(ranks)])) if len(ranks) else change
+    return ranks[starts], starts, ends
+
+
 class RankRows:
     """Row positions by rank, from the blocks of equal ranks in a rank column."""
 
     def __init__(self, ranks: np.ndarray) -> None:
-        change = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
-        starts = np.concatenate(([0], change)) if len(ranks) else change
-        ends = np.concatenate((change, [len(ranks)])) if len(ranks) else change
         self._blocks: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for rank, start, end in zip(ranks[starts].tolist(), starts.tolist(), ends.tolist()):
+        for rank, start, end in zip(*(a.tolist() for a in rank_blocks(ranks))):
             self._blocks[rank].append((start, end))
 
     def of(self, rank: int) -> np.ndarray:

@@ -4,8 +4,9 @@ Equality with a value on categorical codes; distinct and duplicate rows over a f
 
 pandas' ``duplicated`` on several columns hashes tuples of Python-level values; here
 each column becomes small non-negative integer codes (categorical codes, or ints
-shifted by their minimum) and the columns one int64 key, so the work is one hash of
-an int64 array. Where the key would overflow, the pandas path is used.
+shifted by their minimum) and the columns one int64 key. Where the key's span is small
+the work is a table of the span; otherwise one hash of an int64 array. Where the key
+would overflow, the pandas path is used.
 """
 
 from __future__ import annotations
@@ -37,14 +38,9 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
     return codes, len(uniques) + 1
 
 
-def row_key(frame: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
-    """One int64 per row, equal exactly when the rows agree on ``columns``; None on overflow."""
-    keyed = _row_key(frame, columns)
-    return None if keyed is None else keyed[0]
-
-
 def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] | None:
-    """The row key and its span (every key is below it)."""
+    """One int64 per row, equal exactly when the rows agree on ``columns``, and the span
+    every key is below; None on overflow."""
     key = np.zeros(len(frame), dtype=np.int64)
     span = 1
     dense_limit = max(len(key), 1 << 20)
@@ -70,6 +66,18 @@ def _renumber(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     return number[key], int(number[-1]) + 1
 
 
+def _small_span(key: np.ndarray, span: int) -> bool:
+    """Whether a table of the key span costs no more than the rows themselves."""
+    return span <= max(len(key), 1 << 16)
+
+
+def first_rows(ids: np.ndarray, n: int) -> np.ndarray:
+    """The first row of each id 0..n-1 (ids that never occur are left undefined)."""
+    first = np.empty(n, dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the last write wins: the first row
+    return first
+
+
 def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True) -> np.ndarray:
     """Dense ids 0..n-1 per distinct combination of ``columns``.
 
@@ -80,7 +88,7 @@ def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True) 
     if keyed is None:
         return frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy(dtype=np.int64)
     key, span = keyed
-    if not first_seen and span <= max(len(key), 1 << 16):
+    if not first_seen and _small_span(key, span):
         return _renumber(key, span)[0]
     return pd.factorize(key)[0].astype(np.int64)
 
@@ -91,12 +99,10 @@ def duplicated(frame: pd.DataFrame, columns: list[str], keep: str | bool = "firs
     if keyed is None:
         return frame.duplicated(columns, keep=keep).to_numpy()
     key, span = keyed
-    if keep in ("first", False) and len(key) and span <= max(len(key), 1 << 16):  # a table of the span
+    if keep in ("first", False) and len(key) and _small_span(key, span):
         if keep is False:
             return np.bincount(key, minlength=span)[key] > 1
-        first = np.empty(span, dtype=np.int64)
-        first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the last write wins: each key's first row
-        return first[key] != np.arange(len(key))
+        return first_rows(key, span)[key] != np.arange(len(key))
     if keep != "first" or not len(key):
         return pd.Series(key).duplicated(keep=keep).to_numpy()
     # A first occurrence starts a run of equal keys; tables grouped by rank have few runs.
