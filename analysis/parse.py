@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 from operator import eq, itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -118,9 +118,8 @@ def _int_array(values: list, key: str, nullable: bool) -> pa.Array:
     return pa.array(out, type=pa.int64())
 
 
-def _int32_array(values: list, key: str) -> pa.Array:
+def _int32_array(wide: pa.Array, key: str) -> pa.Array:
     """Small integers (a process-local group id); refuses what does not fit in 32 bits."""
-    wide = _int_array(values, key, nullable=False)
     try:
         return wide.cast(pa.int32())
     except pa.ArrowInvalid:
@@ -129,7 +128,7 @@ def _int32_array(values: list, key: str) -> pa.Array:
 
 
 def _time_array(values: list, key: str) -> pa.Array:
-    """Timestamps; JSON dumps write a missing time as 0, so 0 and below become null."""
+    """Timestamps from decoded values (floats allowed, as JSON writers give them)."""
     if not set(map(type, values)) <= {int, type(None)}:
         cleaned = []
         for i, v in enumerate(values):
@@ -144,6 +143,11 @@ def _time_array(values: list, key: str) -> pa.Array:
     except (OverflowError, pa.ArrowException):
         i = _first_bad(values, lambda v: v is None or -(2**63) <= v < 2**63)
         raise DumpFormatError(f"entry {i} '{key}' = {_describe(values[i])} does not fit in 64 bits") from None
+    return positive_times(arr)
+
+
+def positive_times(arr: pa.Array) -> pa.Array:
+    """JSON dumps write a missing time as 0, so 0 and below become null."""
     ints = arr.fill_null(0).to_numpy()  # stays int64: a float round trip would drop the low bits of ns
     return pa.array(ints, mask=ints <= 0, type=pa.int64())
 
@@ -187,13 +191,11 @@ def _tuple_if_list(v: Any) -> Any:
     return tuple(v) if type(v) is list else v
 
 
-def _content_codes(values: list, key: str, to_key: Callable[[Any], Any] | None = None) -> tuple[np.ndarray, list]:
-    """Codes by content (via ``to_key``), each distinct object converted and hashed once.
-
-    The writer memoizes strings and shared lists, so a column of 2,000 values holds a few
-    dozen distinct objects: they are found by identity first, in C loops.
-    """
-    obj_codes, objs = _by_identity(values)
+def _merge_codes(
+    obj_codes: np.ndarray, objs: list, key: str, to_key: Callable[[Any], Any] | None = None
+) -> tuple[np.ndarray, list]:
+    """Codes by content (via ``to_key``) from codes of grouped objects: each distinct
+    object is converted and hashed once."""
     content_codes, distinct = _codes(objs if to_key is None else list(map(to_key, objs)), key)
     return (content_codes[obj_codes] if len(obj_codes) else obj_codes), distinct
 
@@ -216,41 +218,23 @@ def _dict_array(codes: np.ndarray, texts: list[str | None]) -> pa.DictionaryArra
     return pa.DictionaryArray.from_arrays(indices, pa.array(list(slot), type=pa.string()))
 
 
-def _string_codes(values: list, key: str, max_len: int = 4096) -> tuple[np.ndarray, list[str | None]]:
-    codes, distinct = _content_codes(values, key)
-    for v in distinct:
-        if v is not None and (type(v) is not str or len(v) > max_len):
-            i = _first_bad(values, lambda x: x is None or (type(x) is str and len(x) <= max_len))
-            raise DumpFormatError(f"entry {i} '{key}' is {_describe(values[i])}, expected a short string")
+def _string_codes(
+    obj_codes: np.ndarray, objs: list, key: str, max_len: int = 4096
+) -> tuple[np.ndarray, list[str | None]]:
+    codes, distinct = _merge_codes(obj_codes, objs, key)
+    bad = [c for c, v in enumerate(distinct) if v is not None and (type(v) is not str or len(v) > max_len)]
+    if bad:
+        i = int(np.argmax(np.isin(codes, bad)))
+        raise DumpFormatError(f"entry {i} '{key}' is {_describe(distinct[codes[i]])}, expected a short string")
     return codes, distinct
 
 
-def _plain_shape_keys(values: list) -> list | None:
-    """Each entry's shapes as a hashable tuple, when every value is a list of lists of ints
-    and the total is linear in the entry count (no shared giant list); else None."""
-    n = len(values)
-    if set(map(type, values)) != {list} or sum(map(len, values)) > 16 * n + 4096:
-        return None
-    shapes = list(chain.from_iterable(values))
-    if set(map(type, shapes)) - {list} or sum(map(len, shapes)) > 64 * n + 4096:
-        return None
-    if set(map(type, chain.from_iterable(shapes))) - {int}:
-        return None
-    return [tuple(map(tuple, v)) for v in values]
-
-
-def _sizes(values: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str]]:
-    """Shapes as canonical text ``[[4096,1,5120]]`` per distinct value."""
-    keys = _plain_shape_keys(values)
-    if keys is not None:  # the common case, in a few C loops
-        codes, distinct = _codes(keys, key, checked=True)
-        return codes, _shape_texts(distinct, key, limits)
-    obj_codes, objs = _by_identity(values)  # shared or odd values: check each distinct object once
+def _sizes(obj_codes: np.ndarray, objs: list, key: str, limits: Limits) -> tuple[np.ndarray, list[str]]:
+    """Shapes as canonical text ``[[4096,1,5120]]`` per distinct value (``objs``, grouped)."""
     try:
         keys = [tuple(map(tuple, v)) if type(v) is list else v for v in objs]
     except TypeError:
-        i = _first_bad(values, lambda v: type(v) is list and all(type(x) is list for x in v))
-        raise DumpFormatError(f"entry {i} '{key}' is not a list of shapes") from None
+        raise DumpFormatError(f"'{key}' holds a value that is not a list of shapes") from None
     shapes = [shape for k in keys if type(k) is tuple for shape in k]
     if not set(map(type, chain.from_iterable(shapes))) <= {int}:
         raise DumpFormatError(f"'{key}' holds a shape that is not a list of integers")
@@ -274,8 +258,8 @@ def _shape_texts(distinct: list, key: str, limits: Limits) -> list[str]:
     return texts
 
 
-def _dtypes(values: list, key: str) -> tuple[np.ndarray, list[str]]:
-    codes, distinct = _content_codes(values, key, _tuple_if_list)
+def _dtypes(obj_codes: np.ndarray, objs: list, key: str) -> tuple[np.ndarray, list[str]]:
+    codes, distinct = _merge_codes(obj_codes, objs, key, _tuple_if_list)
     texts = []
     for d in distinct:
         if type(d) is not tuple or not all(type(x) is str and len(x) <= 64 for x in d):
@@ -370,9 +354,9 @@ class _Stacks:
         self.limits = limits
         self.rows: dict[int, tuple[int, str, str]] = {}
 
-    def encode(self, frames_col: list) -> tuple[pa.Array, pa.DictionaryArray]:
-        """Stack ids and call sites per entry; text and hash are built once per distinct stack."""
-        codes, distinct = _stack_codes(frames_col)
+    def encode(self, codes: np.ndarray, distinct: list) -> tuple[pa.Array, pa.DictionaryArray]:
+        """Stack ids and call sites per entry (from grouped stacks, as EntryFields.stacks gives
+        them); text and hash are built once per distinct stack."""
         ids: list[int] = []
         sites: list[str | None] = []
         for frames in distinct:
@@ -414,56 +398,98 @@ class _Stacks:
 _REQUIRED_KEYS = (s.SEQ, s.PG_ID, "process_group", "profiling_name", "state")
 
 
-def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) -> pa.Table:
-    n = len(entries)
+class EntryFields(Protocol):
+    """Where the entries' columns come from: the decoded entry dicts (:class:`DictFields`)
+    or the native scanner (``analysis.native``). Object-valued fields come grouped:
+    ``(codes, distinct)``, each entry's value being ``distinct[code]``, equal values
+    possibly in several groups; every check then runs once per group."""
+
+    n: int
+
+    def require(self, keys: tuple[str, ...]) -> None:
+        """Raise DumpFormatError naming the first entry that lacks one of ``keys``."""
+
+    def ints(self, key: str, nullable: bool) -> pa.Array:
+        """An integer field as int64; missing is None (an error unless ``nullable``)."""
+
+    def times(self, key: str) -> pa.Array:
+        """A time in ns as int64, null where missing or not positive."""
+
+    def groups(self, key: str, default: Any = None) -> tuple[np.ndarray, list]:
+        """An object field, grouped; ``default`` where an entry lacks it."""
+
+    def stacks(self) -> tuple[np.ndarray, list]:
+        """The ``frames`` field grouped by stack (missing: None)."""
+
+
+class DictFields:
+    """Fields of the entry dicts a full decode returns."""
+
+    def __init__(self, entries: list) -> None:
+        self.entries = entries
+        self.n = len(entries)
+
+    def require(self, keys: tuple[str, ...]) -> None:
+        entries = self.entries
+        if set(map(type, entries)) - {dict}:
+            i = _first_bad(entries, lambda e: type(e) is dict)
+            raise DumpFormatError(f"entry {i} is {_describe(entries[i])}, expected a dict")
+        for key in keys:
+            _required_column(self.entries, key)
+
+    def ints(self, key: str, nullable: bool) -> pa.Array:
+        return _int_array(_column(self.entries, key), key, nullable)
+
+    def times(self, key: str) -> pa.Array:
+        return _time_array(_column(self.entries, key), key)
+
+    def groups(self, key: str, default: Any = None) -> tuple[np.ndarray, list]:
+        return _by_identity(_column(self.entries, key, default))
+
+    def stacks(self) -> tuple[np.ndarray, list]:
+        return _stack_codes(_column(self.entries, "frames"))
+
+
+def _entries_table(rank: int, fields: EntryFields, limits: Limits, stacks: _Stacks) -> pa.Table:
+    n = fields.n
     if n > limits.max_entries:
         raise DumpFormatError(f"{n} entries, more than the limit of {limits.max_entries}")
-    if set(map(type, entries)) - {dict}:
-        i = _first_bad(entries, lambda e: type(e) is dict)
-        raise DumpFormatError(f"entry {i} is {_describe(entries[i])}, expected a dict")
-    required = {key: _required_column(entries, key) for key in _REQUIRED_KEYS}
+    fields.require(_REQUIRED_KEYS)
 
-    pg_codes, pg_distinct = _content_codes(required["process_group"], "process_group", _tuple_if_list)
+    pg_codes, pg_distinct = _merge_codes(*fields.groups("process_group"), "process_group", _tuple_if_list)
     for v in pg_distinct:
         if type(v) is not tuple or len(v) != 2 or not all(type(x) is str and len(x) <= 4096 for x in v):
             raise DumpFormatError(f"'process_group' holds {_describe(v)}, expected (name, desc)")
 
-    name_codes, names = _string_codes(required["profiling_name"], "profiling_name")
+    name_codes, names = _string_codes(*fields.groups("profiling_name"), "profiling_name")
     if None in names:
         raise DumpFormatError("an entry's 'profiling_name' is None")
     parsed = [_parse_op(x) for x in names]
     src = np.array([-1 if p[1] is None else p[1] for p in parsed] or [0], dtype=np.int64)[name_codes]
     dst = np.array([-1 if p[2] is None else p[2] for p in parsed] or [0], dtype=np.int64)[name_codes]
 
-    state_codes, states = _string_codes(required["state"], "state")
+    state_codes, states = _string_codes(*fields.groups("state"), "state")
     for st in states:
         if st not in s.STATES:
             raise DumpFormatError(f"'state' holds {_describe(st)}, expected one of {s.STATES}")
 
-    retired = _column(entries, "retired", False)
-    if not set(map(type, retired)) <= {bool}:
-        i = _first_bad(retired, lambda v: type(v) is bool)
-        raise DumpFormatError(f"entry {i} 'retired' is {_describe(retired[i])}, expected a bool")
-    is_p2p = _column(entries, "is_p2p")
-    if not set(map(type, is_p2p)) <= {bool, type(None)}:
-        i = _first_bad(is_p2p, lambda v: v is None or type(v) is bool)
-        raise DumpFormatError(f"entry {i} 'is_p2p' is {_describe(is_p2p[i])}, expected a bool")
-    is_p2p_arr = np.array([v is True for v in is_p2p], dtype=bool) | (src >= 0)
+    retired = _flags(*fields.groups("retired", False), "retired", nullable=False)
+    is_p2p = _flags(*fields.groups("is_p2p"), "is_p2p", nullable=True) | (src >= 0)
 
-    in_codes, in_texts = _sizes(_column(entries, "input_sizes", []), "input_sizes", limits)
-    dt_codes, dt_texts = _dtypes(_column(entries, "input_dtypes", []), "input_dtypes")
-    stack_ids, sites = stacks.encode(_column(entries, "frames"))
+    in_codes, in_texts = _sizes(*fields.groups("input_sizes", []), "input_sizes", limits)
+    dt_codes, dt_texts = _dtypes(*fields.groups("input_dtypes", []), "input_dtypes")
+    stack_ids, sites = stacks.encode(*fields.stacks())
 
     columns = {
         s.RANK: pa.array(np.full(n, rank, dtype=np.int32)),
         s.ENTRY_INDEX: pa.array(np.arange(n, dtype=np.int32)),
-        s.RECORD_ID: _int_array(_column(entries, "record_id"), "record_id", nullable=True),
-        s.PG_ID: _int32_array(required[s.PG_ID], s.PG_ID),
+        s.RECORD_ID: fields.ints("record_id", nullable=True),
+        s.PG_ID: _int32_array(fields.ints(s.PG_ID, nullable=False), s.PG_ID),
         s.PG_NAME: _dict_array(pg_codes, [v[0] for v in pg_distinct]),
         s.PG_DESC: _dict_array(pg_codes, [v[1] for v in pg_distinct]),
-        s.SEQ: _int_array(required[s.SEQ], s.SEQ, nullable=False),
-        s.P2P_SEQ: _int_array(_column(entries, s.P2P_SEQ), s.P2P_SEQ, nullable=True),
-        s.IS_P2P: pa.array(is_p2p_arr),
+        s.SEQ: fields.ints(s.SEQ, nullable=False),
+        s.P2P_SEQ: fields.ints(s.P2P_SEQ, nullable=True),
+        s.IS_P2P: pa.array(is_p2p),
         s.PROFILING_NAME: _dict_array(name_codes, names),
         s.OP: _dict_array(name_codes, [p[0] for p in parsed]),
         s.PEER_SRC: pa.array(np.maximum(src, 0).astype(np.int32), mask=src < 0),
@@ -471,12 +497,21 @@ def _entries_table(rank: int, entries: list, limits: Limits, stacks: _Stacks) ->
         s.INPUT_SIZES: _dict_array(in_codes, in_texts),
         s.INPUT_DTYPES: _dict_array(dt_codes, dt_texts),
         s.STATE: _dict_array(state_codes, states),
-        s.RETIRED: pa.array(np.array(retired, dtype=bool)),
-        s.T_CREATED: _time_array(_column(entries, "time_created_ns"), "time_created_ns"),
+        s.RETIRED: pa.array(retired),
+        s.T_CREATED: fields.times("time_created_ns"),
         s.STACK_ID: stack_ids,
         s.CALL_SITE: sites,
     }
     return pa.table(columns, schema=s.ENTRY_SCHEMA)
+
+
+def _flags(codes: np.ndarray, objs: list, key: str, nullable: bool) -> np.ndarray:
+    """A bool field from grouped values: True where the value is True (None allowed if nullable)."""
+    bad = [c for c, v in enumerate(objs) if type(v) is not bool and not (nullable and v is None)]
+    if bad:
+        i = int(np.argmax(np.isin(codes, bad)))
+        raise DumpFormatError(f"entry {i} '{key}' is {_describe(objs[codes[i]])}, expected a bool")
+    return np.array([v is True for v in objs] or [False], dtype=bool)[codes] if len(codes) else np.zeros(0, bool)
 
 
 _DIGITS = re.compile(r"\d+")
@@ -566,8 +601,14 @@ def _status_table(rank: int, pg_status: Any, limits: Limits) -> pa.Table:
     return pa.table(rows, schema=s.STATUS_SCHEMA)
 
 
-def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAULT_LIMITS) -> FileTables:
-    """Validate one decoded dump and convert it to tables; raise DumpFormatError if malformed."""
+def parse_dump(
+    raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAULT_LIMITS, fields: EntryFields | None = None
+) -> FileTables:
+    """Validate one decoded dump and convert it to tables; raise DumpFormatError if malformed.
+
+    ``fields``, when given, are the entries' columns, read without decoding the entries
+    (``raw["entries"]`` is then only a placeholder).
+    """
     if type(raw) is not dict:
         raise DumpFormatError(f"top level is {_describe(raw)}, expected a dict")
     entries = raw.get("entries", [])
@@ -580,7 +621,8 @@ def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAUL
     version = raw.get("version", "")
     comm = raw.get("comm_lib_version", raw.get("nccl_version", ""))
     stack_index = _Stacks(limits)
-    table = _entries_table(rank, entries, limits, stack_index)
+    fields = DictFields(entries) if fields is None else fields
+    table = _entries_table(rank, fields, limits, stack_index)
     rows = stack_index.rows
     stacks = pa.table(
         {
@@ -598,7 +640,7 @@ def parse_dump(raw: Any, rank: int, file: str, fmt: str, limits: Limits = DEFAUL
             s.FORMAT: [fmt],
             s.VERSION: [_text(version, 16)],
             s.COMM_LIB_VERSION: [_text(comm, 64)],
-            s.NUM_ENTRIES: pa.array([len(entries)], pa.int64()),
+            s.NUM_ENTRIES: pa.array([fields.n], pa.int64()),
         },
         schema=s.RANK_SCHEMA,
     )

@@ -7,10 +7,12 @@ import io
 import os
 import pickletools
 import stat
+import zlib
 from typing import IO, Any
 
 import orjson
 
+from . import native
 from .parse import DEFAULT_LIMITS, DumpFormatError, FileTables, Limits, parse_dump
 from .safe_pickle import SizeLimitedReader, UnsafePickleError, load_plain_pickle
 
@@ -119,11 +121,40 @@ def read_raw(path: str, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, str]:
         raise DumpReadError(f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTables:
-    """Read and validate one rank's dump; raises DumpReadError with a reason on any problem."""
-    raw, fmt = read_raw(path, limits)
+def _pickle_bytes(path: str, limits: Limits) -> bytes | None:
+    """The whole file (gunzipped) for the native scanner; None if it cannot be read
+    plainly, in which case the full path reads it again and says why."""
     try:
-        return parse_dump(raw, rank, path, fmt, limits)
+        raw_file, size = _open_regular(path)
+    except (OSError, DumpReadError):
+        return None
+    try:
+        with raw_file:
+            if size > limits.max_file_bytes:
+                return None
+            data = raw_file.read(limits.max_file_bytes + 1)
+        if data[:2] == _GZIP_MAGIC:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+                data = gz.read(limits.max_file_bytes + 1)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return data if len(data) <= limits.max_file_bytes else None
+
+
+def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTables:
+    """Read and validate one rank's dump; raises DumpReadError with a reason on any problem.
+
+    A plain pickle goes through the native scanner when it is built; anything it does not
+    take (JSON, odd or broken files) is decoded in full.
+    """
+    data = _pickle_bytes(path, limits) if native.available() else None
+    scanned = native.scan(data, limits) if data else None
+    if scanned:
+        (raw, fields), fmt = scanned, "pickle"
+    else:
+        (raw, fmt), fields = read_raw(path, limits), None
+    try:
+        return parse_dump(raw, rank, path, fmt, limits, fields)
     except DumpFormatError as exc:
         raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
     except RecursionError:
