@@ -171,6 +171,28 @@ def return_freed_memory() -> None:
         pass
 
 
+def merge_parts(parts: list[FileTables]) -> FileTables:
+    """Several files' tables as one part, ready for :meth:`TablesBuilder.add`.
+
+    The reduce is associative: a worker merges a batch of files before sending it, so the
+    parent folds in one part per batch, and its per-column work is paid once per batch
+    instead of once per file. Text columns get one dictionary per batch; stacks are kept
+    once per batch.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    entries = pa.concat_tables([p.entries for p in parts]).unify_dictionaries().combine_chunks()
+    stacks = pa.concat_tables([p.stacks for p in parts])
+    _, first = np.unique(stacks.column(s.STACK_ID).to_numpy(), return_index=True)
+    return FileTables(
+        entries=entries,
+        stacks=stacks.take(np.sort(first)),
+        configs=pa.concat_tables([p.configs for p in parts]),
+        status=pa.concat_tables([p.status for p in parts]),
+        meta=pa.concat_tables([p.meta for p in parts]),
+    )
+
+
 def combine_tables(parts: Iterable[FileTables]) -> dict[str, pa.Table]:
     """Combine per-file tables (see :class:`TablesBuilder`)."""
     builder = TablesBuilder()

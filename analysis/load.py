@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from . import cache
 from . import schema as s
-from .combine import TablesBuilder, combine_tables, return_freed_memory
+from .combine import TablesBuilder, combine_tables, merge_parts, return_freed_memory
 from .discover import DumpFile, FileError, discover
 from .parse import DEFAULT_LIMITS, FileTables, Limits
 from .read import DumpReadError, read_dump
@@ -57,6 +57,16 @@ def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | Fi
         return FileError(item.path, "ran out of memory while reading")
     except Exception as exc:  # noqa: BLE001 - a defect must not sink the whole job's analysis
         return FileError(item.path, f"unexpected error: {type(exc).__name__}: {exc}"[:300])
+
+
+def load_batch(items: Sequence[DumpFile], limits: Limits = DEFAULT_LIMITS) -> tuple[FileTables | None, list[FileError]]:
+    """Map step over a batch of files: their tables merged into one part, and the errors."""
+    parts: list[FileTables] = []
+    errors: list[FileError] = []
+    for item in items:
+        result = load_one(item, limits)
+        (errors if isinstance(result, FileError) else parts).append(result)
+    return (merge_parts(parts) if parts else None), errors
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
@@ -132,8 +142,8 @@ class _Progress:
         self.total, self.done, self.enabled = total, 0, enabled and sys.stderr.isatty()
         self.last = 0.0
 
-    def step(self) -> None:
-        self.done += 1
+    def step(self, count: int = 1) -> None:
+        self.done += count
         if not self.enabled:
             return
         now = time.monotonic()
@@ -156,37 +166,44 @@ def map_files(
 ) -> tuple[list[FileTables], list[FileError]]:
     """Run the map step over ``files``, in a process pool when there is enough work.
 
-    With ``builder``, each file's tables are folded into it as they arrive and not
-    returned (see TablesBuilder); without, they are returned.
+    Workers read batches of files and send one merged part per batch (see merge_parts).
+    With ``builder``, each part is folded into it as it arrives and not returned (see
+    TablesBuilder); without, the parts are returned.
     """
-    loader: Callable[[DumpFile], FileTables | FileError] = functools.partial(load_one, limits=limits or Limits())
+    loader = functools.partial(load_batch, limits=limits or Limits())
     workers = default_workers() if workers is None else workers
     bar = _Progress(len(files), progress)
     parts: list[FileTables] = []
     errors: list[FileError] = []
 
-    def collect(result: FileTables | FileError) -> None:
-        if isinstance(result, FileError):
-            errors.append(result)
-        elif builder is not None:
-            builder.add(result)
-        else:
-            parts.append(result)
-        bar.step()
+    def collect(result: tuple[FileTables | None, list[FileError]], count: int) -> None:
+        part, problems = result
+        errors.extend(problems)
+        if part is not None:
+            if builder is not None:
+                builder.add(part)
+            else:
+                parts.append(part)
+        bar.step(count)
 
     total_bytes = sum(_size(f.path) for f in files)
     if workers <= 1 or len(files) < 8 or total_bytes < 8 << 20:
         for f in files:
-            collect(loader(f))
+            collect(loader([f]), 1)
     else:
+        size = max(1, min(_MAX_BATCH, len(files) // (workers * 8)))
+        batches = [files[i : i + size] for i in range(0, len(files), size)]
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with multiprocessing.get_context(method).Pool(workers) as pool:
-            chunk = max(1, min(64, len(files) // (workers * 8)))
-            results = pool.imap(loader, files, chunksize=chunk)
-            with collector_paused():  # the folded-in columns are many objects, none in a cycle
-                for result in results:
-                    collect(result)
+        # the collector is paused: the folded-in columns are many objects, none in a cycle
+        with multiprocessing.get_context(method).Pool(workers) as pool, collector_paused():
+            for batch, result in zip(batches, pool.imap(loader, batches)):
+                collect(result, len(batch))
     return parts, errors
+
+
+_MAX_BATCH = 32
+"""Files per map task: enough that the parent's work per part is small beside the
+workers', few enough that the last tasks finish together and a part stays small."""
 
 
 FileFilter = Callable[[list[DumpFile]], tuple[list[DumpFile], list[FileError]]]

@@ -61,7 +61,9 @@ class ScannedFields:
         missing = self._state(key) != _INT
         if missing.any() and not nullable:
             raise DumpFormatError(f"entry {int(np.argmax(missing))} '{key}' is missing or None, expected an integer")
-        return pa.array(np.frombuffer(self._columns[key][0], np.int64), mask=missing if missing.any() else None, type=pa.int64())
+        return pa.array(
+            np.frombuffer(self._columns[key][0], np.int64), mask=missing if missing.any() else None, type=pa.int64()
+        )
 
     def times(self, key: str) -> pa.Array:
         return positive_times(self.ints(key, nullable=True))
