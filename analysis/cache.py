@@ -38,7 +38,17 @@ def cache_root() -> Path:
 def _loader_version() -> str:
     """A digest of the loading code itself: a new parser never reuses an old parser's tables."""
     h = hashlib.sha256()
-    for name in ("safe_pickle.py", "read.py", "parse.py", "schema.py", "combine.py", "load.py", "discover.py"):
+    for name in (
+        "safe_pickle.py",
+        "read.py",
+        "native.py",
+        "_frscan.c",
+        "parse.py",
+        "schema.py",
+        "combine.py",
+        "load.py",
+        "discover.py",
+    ):
         h.update((Path(__file__).parent / name).read_bytes())
     return h.hexdigest()
 
