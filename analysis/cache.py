@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from .discover import DumpFile, FileError
 
-CACHE_FORMAT = "flightdeck-tables/2"
+CACHE_FORMAT = "flightdeck-tables/3"
 TABLES = ("entries", "stacks", "configs", "status", "files")
 KEEP_SETS = 16
 

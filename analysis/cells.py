@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from . import schema as s
 from .groups import GroupIndex
@@ -30,7 +31,21 @@ def _take_cat(series: pd.Series, idx: np.ndarray) -> pd.Categorical:
 
 
 def _take_int(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
-    return series.to_numpy(dtype=np.int64, na_value=na)[idx]
+    """``series[idx]`` as int64 (``na`` for nulls), with no full-length temporary."""
+    values = pa.chunked_array(series.array.__arrow_array__()) if isinstance(series.dtype, pd.ArrowDtype) else None
+    if values is None:
+        return series.to_numpy(dtype=np.int64, na_value=na)[idx]
+    return values.take(idx).fill_null(na).to_numpy().astype(np.int64, copy=False)
+
+
+def created_ns(entries: pd.DataFrame, cells: pd.DataFrame) -> pd.Series:
+    """When each cell's entry was created (ns; null if unknown), read from its entry row.
+
+    Kept out of the cells table: most views never need it, and it would add 9 bytes to
+    each of tens of millions of cells.
+    """
+    values = _take_int(entries[s.T_CREATED], cells[ROW].to_numpy(), -1)
+    return pd.Series(_masked(values, below=1), index=cells.index, name=s.T_CREATED)
 
 
 def _masked(values: np.ndarray, below: int) -> pd.arrays.IntegerArray:
@@ -62,7 +77,6 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
             DONE: done[idx],
             ROW: idx.astype(np.int32) if len(e) < 2**31 else idx,
             **{c: _take_cat(e[c], idx) for c in COLUMNS},
-            s.T_CREATED: _masked(_take_int(e[s.T_CREATED], idx, -1), below=0),
             s.STACK_ID: _masked(_take_int(e[s.STACK_ID], idx, -1).astype(np.int32), below=0),
         },
         copy=False,  # every array is new here: no second copy into consolidated blocks
@@ -108,7 +122,6 @@ def _fold(rows: pd.DataFrame) -> pd.DataFrame:
                 s.INPUT_DTYPES: "+".join,
                 s.CALL_SITE: "first",
                 s.STATE: "first",
-                s.T_CREATED: "first",
                 s.STACK_ID: "first",
             }
         )

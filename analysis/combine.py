@@ -142,7 +142,8 @@ class TablesBuilder:
                 columns[field.name] = pa.chunked_array(stack_numbers, pa.int32()).combine_chunks()
                 stack_numbers.clear()
             else:
-                columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
+                column = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
+                columns[field.name] = _narrow(column) if field.name in _NARROWABLE else column
             return_freed_memory()  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
         configs = self._small["configs"] or [_EMPTY_CONFIGS]
         return {
@@ -155,6 +156,17 @@ class TablesBuilder:
 
 
 _EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
+
+_NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
+"""Ids written as 64-bit that real dumps keep far below 2**31: int32 when they fit."""
+
+
+def _narrow(column: pa.Array) -> pa.Array:
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None or (-(2**31) <= low and high < 2**31):
+        return column.cast(pa.int32())
+    return column
 
 
 def return_freed_memory() -> None:

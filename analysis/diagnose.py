@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 
 from . import schema as s
-from .cells import build_cells
+from .cells import build_cells, created_ns
 from .groups import GroupIndex, ProcessGroup, build_groups
 from .hang import HangExplainer, group_label, ranks_text
 from .load import DumpSet
 from .mismatch import Mismatch, find_mismatches
 from .order import ProgramOrder
+from .parse import peer_ranks
 from .progress import Progress, compute_progress
 from .report import Report, Wavefront
 from .rowindex import RankRows
@@ -108,7 +109,8 @@ def _complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int]
 def _p2p_pending(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     e = dumps.entries
     mask = flag(e[s.IS_P2P]) & ~(equals(e[s.STATE], "completed") | flag(e[s.RETIRED]))
-    p = e.loc[mask, [s.RANK, s.PG_NAME, s.OP, s.PEER_SRC, s.PEER_DST, s.P2P_SEQ]].copy()
+    p = e.loc[mask, [s.RANK, s.PG_NAME, s.OP, s.PROFILING_NAME, s.P2P_SEQ]].copy()
+    p[s.PEER_SRC], p[s.PEER_DST] = peer_ranks(p[s.PROFILING_NAME])
     p[s.PG_KEY] = [index.key_of.get((int(r), str(n)), str(n)) for r, n in zip(p[s.RANK], p[s.PG_NAME])]
     return p
 
@@ -138,7 +140,7 @@ def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
     times = []
     c = a.cells
     for m in decisive:
-        hit = c.loc[(c[s.PG_KEY] == m.pg_key) & (c[s.SEQ] == m.seq), s.T_CREATED].dropna()
+        hit = created_ns(a.dumps.entries, c.loc[(c[s.PG_KEY] == m.pg_key) & (c[s.SEQ] == m.seq)]).dropna()
         if len(hit):
             times.append(int(hit.min()))
     return min(times) if times else None

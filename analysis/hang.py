@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from . import schema as s
+from .cells import created_ns
 from .groups import ProcessGroup
 from .order import ProgramOrder
 from .waitfor import NO_DUMP, NO_RECORD, NOT_ISSUED, P2P_UNMATCHED, WaitEdge, root_components
@@ -64,7 +65,8 @@ class HangExplainer:
         self.into: dict[int, list[WaitEdge]] = defaultdict(list)
         for e in self.graph.edges:
             self.into[e.blocker].append(e)
-        pending = a.cells.loc[~a.cells["done"].to_numpy() & a.cells[s.T_CREATED].notna().to_numpy()]
+        pending = a.cells.loc[~a.cells["done"].to_numpy()]
+        pending = pending.assign(**{s.T_CREATED: created_ns(a.dumps.entries, pending)}).dropna(subset=[s.T_CREATED])
         self.created = {
             (str(k), int(r), int(q)): int(t)
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)

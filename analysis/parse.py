@@ -21,6 +21,7 @@ from operator import eq, itemgetter
 from typing import Any, Protocol
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from . import schema as s
@@ -268,6 +269,21 @@ def _dtypes(obj_codes: np.ndarray, objs: list, key: str) -> tuple[np.ndarray, li
     return codes, texts
 
 
+def peer_ranks(names: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The (src, dst) group ranks a send/recv's profiling name gives (null for other ops).
+
+    A function of the name, so parsed once per distinct name instead of stored per row.
+    """
+    cat = names.astype("category").array
+    parsed = [_parse_op(str(x)) for x in cat.categories]
+    out = []
+    for i in (1, 2):
+        per_name = np.array([-1 if p[i] is None else p[i] for p in parsed] + [-1], dtype=np.int64)
+        values = per_name[np.where(cat.codes < 0, len(parsed), cat.codes)]
+        out.append(pd.Series(pd.arrays.IntegerArray(np.maximum(values, 0), values < 0), index=names.index))
+    return out[0], out[1]
+
+
 def _parse_op(name: str) -> tuple[str, int | None, int | None]:
     """``nccl:send 0->3`` -> (send, 0, 3); ``nccl:recv 3<-0`` -> (recv, 0, 3): (op, src, dst)."""
     op = name.split(":", 1)[1] if ":" in name else name
@@ -466,7 +482,6 @@ def _entries_table(rank: int, fields: EntryFields, limits: Limits, stacks: _Stac
         raise DumpFormatError("an entry's 'profiling_name' is None")
     parsed = [_parse_op(x) for x in names]
     src = np.array([-1 if p[1] is None else p[1] for p in parsed] or [0], dtype=np.int64)[name_codes]
-    dst = np.array([-1 if p[2] is None else p[2] for p in parsed] or [0], dtype=np.int64)[name_codes]
 
     state_codes, states = _string_codes(*fields.groups("state"), "state")
     for st in states:
@@ -492,8 +507,6 @@ def _entries_table(rank: int, fields: EntryFields, limits: Limits, stacks: _Stac
         s.IS_P2P: pa.array(is_p2p),
         s.PROFILING_NAME: _dict_array(name_codes, names),
         s.OP: _dict_array(name_codes, [p[0] for p in parsed]),
-        s.PEER_SRC: pa.array(np.maximum(src, 0).astype(np.int32), mask=src < 0),
-        s.PEER_DST: pa.array(np.maximum(dst, 0).astype(np.int32), mask=dst < 0),
         s.INPUT_SIZES: _dict_array(in_codes, in_texts),
         s.INPUT_DTYPES: _dict_array(dt_codes, dt_texts),
         s.STATE: _dict_array(state_codes, states),

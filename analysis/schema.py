@@ -23,7 +23,7 @@ OP_ID = "op_id"
 IS_P2P = "is_p2p"
 PROFILING_NAME = "profiling_name"
 OP = "op"
-PEER_SRC = "p2p_src"
+PEER_SRC = "p2p_src"  # derived from PROFILING_NAME (parse.peer_ranks), not stored per row
 PEER_DST = "p2p_dst"
 INPUT_SIZES = "input_sizes"
 OUTPUT_SIZES = "output_sizes"
@@ -55,8 +55,6 @@ ENTRY_SCHEMA = pa.schema(
         (IS_P2P, pa.bool_()),
         (PROFILING_NAME, _dict_str),
         (OP, _dict_str),
-        (PEER_SRC, pa.int32()),
-        (PEER_DST, pa.int32()),
         (INPUT_SIZES, _dict_str),
         (INPUT_DTYPES, _dict_str),
         (STATE, _dict_str),

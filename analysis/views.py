@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from . import schema as s
+from .cells import created_ns
 from .diagnose import Analysis
 from .read import DumpReadError, read_raw
 
@@ -111,8 +112,9 @@ def arrivals(a: Analysis, pg_key: str, seq: int) -> pd.DataFrame:
     """
     group = a.groups.groups[pg_key]
     c = a.cells
-    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq), [s.RANK, s.T_CREATED]]
-    created = {int(r): (None if pd.isna(t) else int(t)) for r, t in hit.itertuples(index=False)}
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq)]
+    times = created_ns(a.dumps.entries, hit)
+    created = {int(r): (None if pd.isna(t) else int(t)) for r, t in zip(hit[s.RANK], times)}
     times = [t for t in created.values() if t is not None]
     first = min(times) if times else None
     rows = []
