@@ -44,6 +44,7 @@ typedef struct {
     size_t nmarks, capmarks;
     uint32_t *memo; /* node id + 1; 0 = empty */
     size_t capmemo, memo_len;
+    size_t memo_end; /* one past the highest slot set: the slots to clear for the next scan */
     size_t bytes, max_bytes; /* memory taken, and the most it may take */
     int64_t budget;          /* steps left for content hashing and comparing */
 } Scan;
@@ -185,6 +186,8 @@ static int memo_put(Scan *s, size_t idx) {
     }
     if (!s->memo[idx])
         s->memo_len++;
+    if (idx >= s->memo_end)
+        s->memo_end = idx + 1;
     s->memo[idx] = s->stack[s->nstack - 1] + 1;
     return 0;
 }
@@ -792,6 +795,8 @@ static void scan_start(Scan *s) {
 }
 
 static void scan_end(Scan *s) {
+    if (s->memo_end)
+        memset(s->memo, 0, s->memo_end * sizeof(uint32_t)); /* kept slots must start empty */
     if (s->bytes > KEEP_BYTES) {
         free(s->nodes);
         free(s->kids);

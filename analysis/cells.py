@@ -68,14 +68,19 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     e = dumps.entries
     is_p2p = flag(e[s.IS_P2P])
     idx = np.flatnonzero(~is_p2p & ~equals(e[s.OP], "coalesced"))
+    if len(e) < 2**31:
+        idx = idx.astype(np.int32)  # half the size of each temporary taken with it
     done = equals(e[s.STATE], "completed") | flag(e[s.RETIRED])
+    seq = _take_int(e[s.SEQ], idx, -1)
+    if len(seq) and -(2**31) <= seq.min() and seq.max() < 2**31:
+        seq = seq.astype(np.int32)  # ids are far below 2**31 in real dumps
     cells = pd.DataFrame(
         {
             s.PG_KEY: group_keys(dumps, index, idx),
             s.RANK: e[s.RANK].to_numpy(dtype=np.int32)[idx],
-            s.SEQ: _take_int(e[s.SEQ], idx, -1),
+            s.SEQ: seq,
             DONE: done[idx],
-            ROW: idx.astype(np.int32) if len(e) < 2**31 else idx,
+            ROW: idx,
             **{c: _take_cat(e[c], idx) for c in COLUMNS},
             s.STACK_ID: _masked(_take_int(e[s.STACK_ID], idx, -1).astype(np.int32), below=0),
         },

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import schema as s
-from .parse import DumpFormatError, Limits, positive_times
+from .parse import DictFields, DumpFormatError, EntryFields, Limits, positive_times
 
 try:
     from . import _frscan
@@ -80,7 +80,7 @@ class ScannedFields:
         return self.groups("frames")
 
 
-def scan(data: bytes, limits: Limits) -> tuple[dict, ScannedFields] | None:
+def scan(data: bytes, limits: Limits) -> tuple[dict, EntryFields] | None:
     """(top-level dict with an empty placeholder for "entries", the entries' fields) of
     a pickle's bytes, or None: not built, or anything the scanner is unsure of."""
     if _frscan is None or data[:1] != b"\x80":
@@ -89,6 +89,7 @@ def scan(data: bytes, limits: Limits) -> tuple[dict, ScannedFields] | None:
     if scanned is None:
         return None
     top, has_entries, n, columns = scanned
-    if has_entries:
-        top["entries"] = []
+    if not has_entries:
+        return top, DictFields([])
+    top["entries"] = []
     return top, ScannedFields(n, columns)
