@@ -8,7 +8,7 @@ import pytest
 from locations import SAMPLE_DUMPS
 
 from analysis import schema as s
-from analysis.combine import _DictionaryColumn, combine_tables
+from analysis.combine import _DictionaryColumn, _narrow, combine_tables, merge_parts
 from analysis.discover import discover
 from analysis.load import load_one
 
@@ -53,3 +53,34 @@ def test_text_codes_widen_past_the_narrow_range() -> None:
     out = column.finish()
     assert out.indices.type == pa.int32()
     assert out.to_pylist() == first + second
+
+
+def _decoded(tables: dict[str, pa.Table]) -> dict[str, list]:
+    """Every entry column as plain values, stack numbers replaced by the stack's text."""
+    entries = tables["entries"]
+    text_of = dict(zip(tables["stacks"].column(s.STACK_ID).to_pylist(), tables["stacks"].column(s.FRAMES).to_pylist()))
+    out = {name: entries.column(name).to_pylist() for name in entries.column_names if name != s.STACK_ID}
+    out[s.STACK_ID] = [text_of.get(n) for n in entries.column(s.STACK_ID).to_pylist()]
+    out["configs"] = tables["configs"].to_pylist()
+    out["files"] = tables["files"].to_pylist()
+    return out
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_batches_merged_in_workers_combine_to_the_same_tables(batch: int) -> None:
+    """The reduce is associative: parts merged per batch give the tables per-file parts give."""
+    files = [f for case in ("size_mismatch", "large_32_stuck") for f in discover(SAMPLE_DUMPS / case)[0]]
+    parts = [load_one(f) for f in files]
+    merged = [merge_parts(parts[i : i + batch]) for i in range(0, len(parts), batch)]
+    if batch > 1:
+        assert len(merged) < len(parts)
+        assert merged[0].entries.num_rows == sum(p.entries.num_rows for p in parts[:batch])
+        assert len(set(merged[0].stacks.column(s.STACK_ID).to_pylist())) == merged[0].stacks.num_rows
+    assert _decoded(combine_tables(merged)) == _decoded(combine_tables(parts))
+
+
+def test_narrow_ids_stay_wide_when_they_do_not_fit() -> None:
+    assert _narrow(pa.array([0, 2**31 - 1], pa.int64())).type == pa.int32()
+    assert _narrow(pa.array([None, None], pa.int64())).type == pa.int32()
+    wide = _narrow(pa.array([-1, 2**31], pa.int64()))
+    assert wide.type == pa.int64() and wide.to_pylist() == [-1, 2**31]
