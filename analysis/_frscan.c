@@ -213,9 +213,11 @@ static int build_seq(Scan *s, uint8_t tag, size_t from) {
     return push(s, (uint32_t)id);
 }
 
+/* The target sits just below ``from``, and never at or below a mark still open
+ * (the unpickler refuses that as an unexpected MARK). */
 static int set_items(Scan *s, size_t from) {
     size_t k = s->nstack - from;
-    FAIL_IF(from == 0 || (k & 1));
+    FAIL_IF(from <= fence(s) || (k & 1));
     uint32_t d = s->stack[from - 1];
     FAIL_IF(s->nodes[d].tag != T_DICT);
     for (size_t i = from; i < s->nstack; i += 2)
@@ -227,7 +229,7 @@ static int set_items(Scan *s, size_t from) {
 }
 
 static int append_items(Scan *s, size_t from) {
-    FAIL_IF(from == 0);
+    FAIL_IF(from <= fence(s));
     uint32_t l = s->stack[from - 1];
     FAIL_IF(s->nodes[l].tag != T_LIST);
     size_t k = s->nstack - from;

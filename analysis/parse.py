@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
-from operator import eq, itemgetter
+from operator import itemgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -169,11 +169,19 @@ def _by_identity(values: list) -> tuple[np.ndarray, list]:
         return np.zeros(0, np.int32), []
     ids = np.fromiter(map(id, values), dtype=np.uint64, count=len(values))
     _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
-    return codes.astype(np.int32).reshape(-1), [values[i] for i in first]
+    order = np.argsort(first)  # groups in first-seen order, not by address: checks fail on the first entry
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes.reshape(-1)].astype(np.int32), [values[i] for i in first[order]]
 
 
-def _codes(values: list, key: str, checked: bool = False) -> tuple[np.ndarray, list]:
-    """Dictionary-encode hashable values: (codes, distinct values in first-seen order)."""
+def _codes(
+    values: list, key: str, checked: bool = False, entry_of: Callable[[int], int] | None = None
+) -> tuple[np.ndarray, list]:
+    """Dictionary-encode hashable values: (codes, distinct values in first-seen order).
+
+    ``entry_of`` maps a value's index to the entry it stands for (values may be groups).
+    """
     # Hashing a tuple walks it: a pickle can share one tuple so that walk is 2**40 long.
     # Only scalars and tuples of scalars are hashed.
     nested = [] if checked else [v for v in values if type(v) is tuple]
@@ -184,7 +192,8 @@ def _codes(values: list, key: str, checked: bool = False) -> tuple[np.ndarray, l
         codes = [seen.setdefault(v, len(seen)) for v in values]
     except TypeError:
         i = _first_bad(values, _hashable)
-        raise DumpFormatError(f"entry {i} '{key}' is {_describe(values[i])}, not a valid value") from None
+        entry = i if entry_of is None else entry_of(i)
+        raise DumpFormatError(f"entry {entry} '{key}' is {_describe(values[i])}, not a valid value") from None
     return np.array(codes, dtype=np.int32), list(seen)
 
 
@@ -197,7 +206,9 @@ def _merge_codes(
 ) -> tuple[np.ndarray, list]:
     """Codes by content (via ``to_key``) from codes of grouped objects: each distinct
     object is converted and hashed once."""
-    content_codes, distinct = _codes(objs if to_key is None else list(map(to_key, objs)), key)
+    content_codes, distinct = _codes(
+        objs if to_key is None else list(map(to_key, objs)), key, entry_of=lambda g: int(np.argmax(obj_codes == g))
+    )
     return (content_codes[obj_codes] if len(obj_codes) else obj_codes), distinct
 
 
@@ -306,51 +317,13 @@ def call_site(frame_lines: list[str]) -> str:
     return frame_lines[-1] if frame_lines else ""
 
 
-_STACK_ROUNDS = 8
-
-
 def _stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
-    """Codes of equal stacks, and the first stack of each code.
+    """Codes of stacks made of the same frame objects, and the first stack of each code.
 
-    A stack's frames are memoized dicts, so the same stack is the same frame objects.
-    Entries are put in buckets by length and first and last frame, and in each round
-    every unresolved entry is compared with one unresolved entry of its bucket (a C list
-    compare that stops at identical frames): those equal to it share a code. A few
-    rounds resolve a real dump; what is left after them is keyed frame by frame.
+    The writer memoizes frame dicts, so in a dump the same frame is the same object. By
+    identity, never by ``==``: equal-looking frames (``line`` 1 and True) must each be
+    checked and printed, and comparing shared nested values can take exponential time.
     """
-    n = len(frames_col)
-    lengths = list(map(len, frames_col)) if set(map(type, frames_col)) == {list} else []
-    if not lengths or min(lengths) == 0:
-        return _exact_stack_codes(frames_col)
-    keys = zip(lengths, map(id, map(itemgetter(0), frames_col)), map(id, map(itemgetter(-1), frames_col)))
-    seen: dict[tuple, int] = {}
-    buckets = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
-    codes = np.zeros(n, dtype=np.int32)
-    todo = np.arange(n)
-    distinct: list = []
-    pick = frames_col.__getitem__
-    for _ in range(_STACK_ROUNDS):
-        if not len(todo):
-            break
-        bucket_ids, first = np.unique(buckets[todo], return_index=True)
-        slot = np.searchsorted(bucket_ids, buckets[todo])
-        leaders = todo[first]
-        same = np.fromiter(map(eq, map(pick, todo.tolist()), map(pick, leaders[slot].tolist())), bool, len(todo))
-        codes[todo[same]] = len(distinct) + slot[same]
-        distinct.extend(map(pick, leaders.tolist()))
-        todo = todo[~same]
-    split: dict[tuple, int] = {}
-    for i in todo.tolist():
-        key = tuple(map(id, frames_col[i]))
-        if key not in split:
-            split[key] = len(distinct)
-            distinct.append(frames_col[i])
-        codes[i] = split[key]
-    return codes, distinct
-
-
-def _exact_stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
-    """Codes by the identity of every frame (and of non-list values)."""
     keys = [tuple(map(id, f)) if type(f) is list else id(f) for f in frames_col]
     seen: dict[Any, int] = {}
     codes = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int32)

@@ -159,3 +159,5 @@ def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTabl
         raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
     except RecursionError:
         raise DumpReadError("not a valid Flight Recorder dump: nested too deeply") from None
+    except UnicodeEncodeError:  # a lone surrogate (pickle allows them) cannot become Arrow text
+        raise DumpReadError("not a valid Flight Recorder dump: text that is not valid Unicode") from None
