@@ -40,7 +40,10 @@ class _DictionaryColumn:
             if not pa.types.is_dictionary(chunk.type):
                 chunk = chunk.dictionary_encode()
             remap = np.array([self.values.setdefault(v, len(self.values)) for v in chunk.dictionary.to_pylist()] + [-1])
-            indices = chunk.indices.fill_null(len(remap) - 1).to_numpy(zero_copy_only=False)
+            indices = chunk.indices
+            indices = (indices.fill_null(len(remap) - 1) if indices.null_count else indices).to_numpy(
+                zero_copy_only=False
+            )
             if len(self.values) > np.iinfo(_NARROW).max and self.chunks and self.chunks[0].dtype == _NARROW:
                 self.chunks = [c.astype(_WIDE) for c in self.chunks]
             dtype = _NARROW if len(self.values) <= np.iinfo(_NARROW).max else _WIDE
@@ -92,9 +95,16 @@ class RankLists:
         self._ids: dict[str, int] = {}
 
     def encode(self, configs: pa.Table) -> pa.Table:
-        """Rank-list text -> int32 id."""
+        """Rank-list text (plain, or dictionary-encoded as merge_parts sends it) -> int32 id."""
         where = configs.schema.get_field_index(s.RANKS)
-        ids = [self._ids.setdefault(text, len(self._ids)) for text in configs.column(where).to_pylist()]
+        chunks = []
+        for chunk in configs.column(where).chunks:
+            if pa.types.is_dictionary(chunk.type):  # each distinct list hashed once
+                ids = np.array([self._ids.setdefault(t, len(self._ids)) for t in chunk.dictionary.to_pylist()] + [0])
+                chunks.append(ids.astype(np.int32)[chunk.indices.to_numpy(zero_copy_only=False)])
+            else:
+                chunks.append(np.array([self._ids.setdefault(t, len(self._ids)) for t in chunk.to_pylist()], np.int32))
+        ids = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
         return configs.set_column(where, s.RANKS, pa.array(ids, pa.int32()))
 
     def decode(self, configs: pa.Table) -> pa.Table:
@@ -141,9 +151,15 @@ class TablesBuilder:
             elif field.name == s.STACK_ID:
                 columns[field.name] = pa.chunked_array(stack_numbers, pa.int32()).combine_chunks()
                 stack_numbers.clear()
+            elif field.name in _NARROWABLE:  # parts may come narrowed (merge_parts) or not
+                chunks = plain.pop(field.name)
+                if chunks and all(c.type == pa.int32() for c in chunks):
+                    columns[field.name] = pa.chunked_array(chunks, pa.int32()).combine_chunks()
+                else:
+                    wide = [c.cast(pa.int64()) for c in chunks]
+                    columns[field.name] = _narrow(pa.chunked_array(wide, pa.int64()).combine_chunks())
             else:
-                column = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
-                columns[field.name] = _narrow(column) if field.name in _NARROWABLE else column
+                columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
             return_freed_memory()  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
         configs = self._small["configs"] or [_EMPTY_CONFIGS]
         return {
@@ -188,18 +204,28 @@ def merge_parts(parts: list[FileTables]) -> FileTables:
 
     The reduce is associative: a worker merges a batch of files before sending it, so the
     parent folds in one part per batch, and its per-column work is paid once per batch
-    instead of once per file. Text columns get one dictionary per batch; stacks are kept
-    once per batch.
+    instead of once per file. The part is also made small to send: text columns get one
+    dictionary per batch with 16-bit codes, ids 32 bits where they fit, stacks and rank
+    lists (every file repeats the default group's list, 100 KB at 16k ranks) once per batch.
     """
-    if len(parts) == 1:
-        return parts[0]
     entries = pa.concat_tables([p.entries for p in parts]).unify_dictionaries().combine_chunks()
+    for name in entries.column_names:
+        column = entries.column(name).chunks[0] if entries.num_rows else None
+        if column is None:
+            continue
+        if pa.types.is_dictionary(column.type) and len(column.dictionary) <= np.iinfo(np.int16).max:
+            narrow = pa.DictionaryArray.from_arrays(column.indices.cast(pa.int16()), column.dictionary)
+            entries = entries.set_column(entries.schema.get_field_index(name), name, narrow)
+        elif name in _NARROWABLE:
+            entries = entries.set_column(entries.schema.get_field_index(name), name, _narrow(column))
     stacks = pa.concat_tables([p.stacks for p in parts])
     _, first = np.unique(stacks.column(s.STACK_ID).to_numpy(), return_index=True)
+    configs = pa.concat_tables([p.configs for p in parts])
+    where = configs.schema.get_field_index(s.RANKS)
     return FileTables(
         entries=entries,
         stacks=stacks.take(np.sort(first)),
-        configs=pa.concat_tables([p.configs for p in parts]),
+        configs=configs.set_column(where, s.RANKS, configs.column(where).combine_chunks().dictionary_encode()),
         status=pa.concat_tables([p.status for p in parts]),
         meta=pa.concat_tables([p.meta for p in parts]),
     )

@@ -8,12 +8,13 @@ per-file tables back (see README, "Beyond one machine").
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,10 +196,26 @@ def map_files(
         batches = [files[i : i + size] for i in range(0, len(files), size)]
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         # the collector is paused: the folded-in columns are many objects, none in a cycle
-        with multiprocessing.get_context(method).Pool(workers) as pool, collector_paused():
+        with multiprocessing.get_context(method).Pool(workers) as pool, collector_paused(), _prompt_thread_switches():
             for batch, result in zip(batches, pool.imap(loader, batches)):
                 collect(result, len(batch))
     return parts, errors
+
+
+@contextlib.contextmanager
+def _prompt_thread_switches() -> Iterator[None]:
+    """Let the pool's result thread take the GIL soon while this thread folds parts in.
+
+    With the default 5 ms switch interval the result thread waits behind each fold, the
+    workers block on a full result pipe, and at 16k ranks the map took 41 s instead of
+    33 s; at 0.2 ms it takes 34 s.
+    """
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 _MAX_BATCH = 32
