@@ -13,6 +13,7 @@ import functools
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -70,26 +71,25 @@ def load_batch(items: Sequence[DumpFile], limits: Limits = DEFAULT_LIMITS) -> tu
     return (merge_parts(parts) if parts else None), errors
 
 
-def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    """Arrow-backed numbers and nullable values; dictionary strings become categoricals."""
+def _to_pandas(table: pa.Table, keep_table: bool = False) -> pd.DataFrame:
+    """Arrow-backed numbers and nullable values; dictionary strings become categoricals.
+
+    The table is freed column by column as it converts, unless ``keep_table`` (another
+    thread still reads it)."""
     return table.to_pandas(
         types_mapper=lambda t: (
             pd.ArrowDtype(t) if not pa.types.is_dictionary(t) and not pa.types.is_string(t) else None
         ),
-        self_destruct=True,
+        self_destruct=not keep_table,
     )
 
 
-def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = ()) -> DumpSet:
+def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = (), keep_tables: bool = False) -> DumpSet:
     """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks."""
-    dumps = DumpSet(
-        entries=_to_pandas(tables["entries"]),
-        stacks=_to_pandas(tables["stacks"]),
-        configs=_to_pandas(tables["configs"]),
-        status=_to_pandas(tables["status"]),
-        files=_to_pandas(tables["files"]),
-        file_errors=list(errors),
-    )
+    frames = {
+        name: _to_pandas(tables[name], keep_tables) for name in ("entries", "stacks", "configs", "status", "files")
+    }
+    dumps = DumpSet(**frames, file_errors=list(errors))
     return_freed_memory()
     return dumps
 
@@ -260,12 +260,27 @@ def load(
         )
         discover_errors = [FileError(os.fspath(path), reason)]
     key = cache.fingerprint(files, discover_errors, repr(limits or DEFAULT_LIMITS)) if use_cache and files else None
+    if key and (writer := _CACHE_WRITERS.pop(key, None)):
+        writer.join()  # this process is still writing that set's cache
     if key and (hit := cache.read_cached(key)):
         return to_dumpset(*hit)
     builder = TablesBuilder()
     _, read_errors = map_files(files, workers=workers, progress=progress, limits=limits, builder=builder)
     errors = [*discover_errors, *read_errors]
     tables = builder.finish()
+    if key and sum(t.nbytes for t in tables.values()) <= _CACHE_IN_BACKGROUND_BYTES:
+        # written on the other core while the analysis runs; the interpreter waits for it at exit
+        writer = threading.Thread(target=cache.write_cached, args=(key, tables, list(errors)), name="flightdeck-cache")
+        writer.start()
+        _CACHE_WRITERS[key] = writer
+        return to_dumpset(tables, errors, keep_tables=True)
     if key:
         cache.write_cached(key, tables, errors)
     return to_dumpset(tables, errors)
+
+
+_CACHE_WRITERS: dict[str, threading.Thread] = {}
+_CACHE_IN_BACKGROUND_BYTES = 256 << 20
+"""Up to this size the tables are cached in the background, which keeps them alive beside
+the pandas frames; above it they are written first and then handed over to pandas
+column by column, which keeps the peak memory down."""
