@@ -1,0 +1,52 @@
+"""The tables cache: a second open of an unchanged set reads no dump; a changed file is read again."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+
+import pytest
+from locations import SAMPLE_DUMPS
+
+load_module = importlib.import_module("analysis.load")
+load = load_module.load
+
+
+@pytest.fixture
+def dumps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FLIGHTDECK_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "dumps"
+    shutil.copytree(SAMPLE_DUMPS / "size_mismatch", folder)
+    return folder
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = load_module.map_files
+
+    def counting(files, *args, **kwargs):
+        calls.append(len(files))
+        return real(files, *args, **kwargs)
+
+    monkeypatch.setattr(load_module, "map_files", counting)
+    return calls
+
+
+def test_second_open_reads_no_dump(dumps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = _reads(monkeypatch)
+    first = load(dumps)  # the cache is written in the background meanwhile
+    second = load(dumps)
+    assert reads == [len(first.ranks)]
+    assert second.entries.equals(first.entries)
+    assert second.ranks == first.ranks
+
+
+def test_a_changed_file_is_read_again(dumps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = _reads(monkeypatch)
+    load(dumps)
+    victim = min(dumps.glob("rank_*"))
+    victim.write_bytes(b"not a dump")
+    again = load(dumps)
+    assert len(reads) == 2
+    assert any(e.file == str(victim) for e in again.file_errors)
