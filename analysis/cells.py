@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from . import schema as s
 from .groups import GroupIndex
@@ -32,9 +31,9 @@ def _take_cat(series: pd.Series, idx: np.ndarray) -> pd.Categorical:
 
 def _take_int(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
     """``series[idx]`` as int64 (``na`` for nulls), with no full-length temporary."""
-    values = pa.chunked_array(series.array.__arrow_array__()) if isinstance(series.dtype, pd.ArrowDtype) else None
-    if values is None:
+    if not isinstance(series.dtype, pd.ArrowDtype):
         return series.to_numpy(dtype=np.int64, na_value=na)[idx]
+    values = series.array.__arrow_array__()  # the column's own Arrow data, no copy
     return values.take(idx).fill_null(na).to_numpy().astype(np.int64, copy=False)
 
 
