@@ -99,11 +99,10 @@ class RankLists:
         where = configs.schema.get_field_index(s.RANKS)
         chunks = []
         for chunk in configs.column(where).chunks:
-            if pa.types.is_dictionary(chunk.type):  # each distinct list hashed once
-                ids = np.array([self._ids.setdefault(t, len(self._ids)) for t in chunk.dictionary.to_pylist()] + [0])
-                chunks.append(ids.astype(np.int32)[chunk.indices.to_numpy(zero_copy_only=False)])
-            else:
-                chunks.append(np.array([self._ids.setdefault(t, len(self._ids)) for t in chunk.to_pylist()], np.int32))
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = chunk.dictionary_encode()  # each distinct list is hashed once
+            ids = np.array([self._ids.setdefault(t, len(self._ids)) for t in chunk.dictionary.to_pylist()] + [0])
+            chunks.append(ids.astype(np.int32)[chunk.indices.to_numpy(zero_copy_only=False)])
         ids = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
         return configs.set_column(where, s.RANKS, pa.array(ids, pa.int32()))
 
@@ -209,10 +208,8 @@ def merge_parts(parts: list[FileTables]) -> FileTables:
     lists (every file repeats the default group's list, 100 KB at 16k ranks) once per batch.
     """
     entries = pa.concat_tables([p.entries for p in parts]).unify_dictionaries().combine_chunks()
-    for name in entries.column_names:
-        column = entries.column(name).chunks[0] if entries.num_rows else None
-        if column is None:
-            continue
+    for name in entries.column_names if entries.num_rows else ():
+        column = entries.column(name).chunks[0]
         if pa.types.is_dictionary(column.type) and len(column.dictionary) <= np.iinfo(np.int16).max:
             narrow = pa.DictionaryArray.from_arrays(column.indices.cast(pa.int16()), column.dictionary)
             entries = entries.set_column(entries.schema.get_field_index(name), name, narrow)

@@ -201,13 +201,18 @@ def _tuple_if_list(v: Any) -> Any:
     return tuple(v) if type(v) is list else v
 
 
+def _first_entry(codes: np.ndarray, groups: list[int]) -> int:
+    """The first entry whose group code is one of ``groups``: what an error names."""
+    return int(np.argmax(np.isin(codes, groups)))
+
+
 def _merge_codes(
     obj_codes: np.ndarray, objs: list, key: str, to_key: Callable[[Any], Any] | None = None
 ) -> tuple[np.ndarray, list]:
     """Codes by content (via ``to_key``) from codes of grouped objects: each distinct
     object is converted and hashed once."""
     content_codes, distinct = _codes(
-        objs if to_key is None else list(map(to_key, objs)), key, entry_of=lambda g: int(np.argmax(obj_codes == g))
+        objs if to_key is None else list(map(to_key, objs)), key, entry_of=lambda g: _first_entry(obj_codes, [g])
     )
     return (content_codes[obj_codes] if len(obj_codes) else obj_codes), distinct
 
@@ -236,7 +241,7 @@ def _string_codes(
     codes, distinct = _merge_codes(obj_codes, objs, key)
     bad = [c for c, v in enumerate(distinct) if v is not None and (type(v) is not str or len(v) > max_len)]
     if bad:
-        i = int(np.argmax(np.isin(codes, bad)))
+        i = _first_entry(codes, bad)
         raise DumpFormatError(f"entry {i} '{key}' is {_describe(distinct[codes[i]])}, expected a short string")
     return codes, distinct
 
@@ -495,7 +500,7 @@ def _flags(codes: np.ndarray, objs: list, key: str, nullable: bool) -> np.ndarra
     """A bool field from grouped values: True where the value is True (None allowed if nullable)."""
     bad = [c for c, v in enumerate(objs) if type(v) is not bool and not (nullable and v is None)]
     if bad:
-        i = int(np.argmax(np.isin(codes, bad)))
+        i = _first_entry(codes, bad)
         raise DumpFormatError(f"entry {i} '{key}' is {_describe(objs[codes[i]])}, expected a bool")
     return np.array([v is True for v in objs] or [False], dtype=bool)[codes] if len(codes) else np.zeros(0, bool)
 
