@@ -7,6 +7,8 @@ Flight Deck works without it (the pure-Python path gives the same tables, slower
 from setuptools import Extension, setup
 
 setup(
-    ext_modules=[Extension("analysis._frscan", ["analysis/_frscan.c"], extra_compile_args=["-O2", "-Wall"])],
+    ext_modules=[
+        Extension("analysis.ingest._frscan", ["analysis/ingest/_frscan.c"], extra_compile_args=["-O2", "-Wall"])
+    ],
     packages=[],
 )

@@ -1,24 +1,49 @@
-"""Flight Deck analysis: from a folder of Flight Recorder dumps to a root-cause verdict."""
+"""Flight Deck analysis: from a folder of Flight Recorder dumps to a root-cause verdict.
+
+Data flows one way through the subpackages, each a layer that imports only from the
+layers below it:
+
+    ingest     find the files, decode each safely, check it into per-file tables
+    tables     map over the files, reduce into one narrow set of tables (cached)
+    model      process groups, collective cells, progress, program order
+    diagnosis  mismatches, the wait-for graph, the hang explained, the verdict
+    report     the verdict as fields, JSON, text and Parquet
+    views      what the dashboard and the HTML export query
+
+``types`` and ``schema`` (shared types and column names) sit below all of them.
+"""
 
 from __future__ import annotations
 
 from .api import analyze
-from .diagnose import Analysis, analyze_dumps
-from .load import DumpSet, load
-from .nvrx_compat import AttributionState, CollectiveAnalyzer
-from .parse import Limits
-from .report import Report, Wavefront, render_text
+from .diagnosis.analysis import Analysis
+from .ingest.discover import discover
+from .nvrx_compat import CollectiveAnalyzer
+from .report.build import analyze_dumps
+from .report.report import Report, Wavefront
+from .report.text import render_text
+from .tables.load import combine, combine_results, load, load_one, read_file_tables, write_file_tables
+from .types import AttributionState, DumpSet, FailureClass, FileError, Limits, Verdict
 
 __all__ = [
     "Analysis",
     "AttributionState",
     "CollectiveAnalyzer",
     "DumpSet",
+    "FailureClass",
+    "FileError",
     "Limits",
     "Report",
+    "Verdict",
     "Wavefront",
     "analyze",
     "analyze_dumps",
+    "combine",
+    "combine_results",
+    "discover",
     "load",
+    "load_one",
+    "read_file_tables",
     "render_text",
+    "write_file_tables",
 ]

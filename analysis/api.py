@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .diagnose import analyze_dumps
-from .load import load
-from .parse import Limits
-from .report import Report
+from .report.build import analyze_dumps
+from .report.report import Report
+from .tables.load import load
+from .types import Limits
 
 
 def analyze(

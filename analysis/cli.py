@@ -15,10 +15,11 @@ from pathlib import Path
 import orjson
 
 from .api import analyze
-from .discover import discover
-from .export import write_parquet
-from .read import DumpReadError, read_raw
-from .report import render_text
+from .ingest.discover import discover
+from .ingest.read import read_raw
+from .report.export import write_parquet
+from .report.text import render_text
+from .types import DumpReadError, Verdict
 
 EXIT_HEALTHY, EXIT_FOUND, EXIT_NOTHING = 0, 1, 2
 
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(render_text(report, verbose=args.verbose))
     if report.ranks_loaded == 0:
         return EXIT_NOTHING
-    return EXIT_HEALTHY if report.verdict == "healthy" else EXIT_FOUND
+    return EXIT_HEALTHY if report.verdict == Verdict.HEALTHY else EXIT_FOUND
 
 
 if __name__ == "__main__":

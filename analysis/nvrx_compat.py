@@ -8,19 +8,12 @@ of :func:`analysis.analyze`, with ``result`` as the report dict plus their
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from typing import Any
 
 from .api import analyze
-from .report import Report
-
-
-class AttributionState(enum.Enum):
-    """CONTINUE: the job may restart without the suspects. STOP: nothing could be isolated."""
-
-    CONTINUE = "CONTINUE"
-    STOP = "STOP"
+from .report.report import Report
+from .types import AttributionState
 
 
 def _get(config: Any, name: str, default: Any = None) -> Any:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "tests" / "browser"))
 from harness import CELL_PIXEL_JS, CHART_READY, CHROMIUM, CHROMIUM_ARGS, HEATMAP_PAINTED, SCRIPT_IDLE, Server
 
 import analysis
-from analysis.grid import group_grid
+from analysis.views.grid import group_grid
 from dashboard.timings import ENV as TIMINGS_ENV
 
 WAIT_MS = 600_000

@@ -15,7 +15,7 @@ import glob
 import os
 from collections.abc import Iterable, Sequence
 
-from analysis.discover import DumpFile, FileError
+from analysis.ingest.discover import DumpFile, FileError
 
 #: Shown for a typed path outside every root (the same words whether it exists or not).
 PATH_REFUSED = (

@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analysis import analyze_dumps
 from analysis import schema as s
-from analysis import views
-from analysis.diagnose import analyze_dumps
-from analysis.grid import Grid, group_grid
-from analysis.load import DumpSet
-from analysis.load import load as load_dumps
-from analysis.report import Report
+from analysis.report.report import Report
+from analysis.tables.load import load as load_dumps
+from analysis.types import DumpSet
+from analysis.views import drilldown as views
+from analysis.views.grid import Grid, group_grid
 
 from . import confine, figures, html_report
 from .sources import fingerprint

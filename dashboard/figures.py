@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.grid import MISMATCHED, NOT_ISSUED, STATE_NAMES, Grid, aggregate
+from analysis.views.grid import MISMATCHED, NOT_ISSUED, STATE_NAMES, Grid, aggregate
 
 #: One colour per grid code (severity order): outside buffer, completed, started,
 #: scheduled, not issued, mismatched.

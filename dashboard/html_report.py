@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from analysis.grid import group_grid
-from analysis.report import Report
+from analysis.report.report import Report
+from analysis.views.grid import group_grid
 
 from . import figures, tables
 

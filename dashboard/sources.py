@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.discover import discover, rank_from_name
+from analysis.ingest.discover import discover, rank_from_name
 
 from .confine import resolve_roots, root_of_dumps
 

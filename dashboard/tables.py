@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.report import Report
+from analysis.report.report import Report
 
 
 def compact_ranks(ranks: Sequence[int], limit: int = 12) -> str:
@@ -126,7 +126,7 @@ def suspect_stack(report: Report, rank: int) -> tuple[str, list[str]]:
     """Where a suspect rank was and its call stack: at the wavefront if it got there,
     else its newest entry that recorded a stack."""
     from analysis import schema as s
-    from analysis import views
+    from analysis.views import drilldown as views
 
     a = report.analysis
     w = report.wavefront
@@ -154,7 +154,7 @@ def cell_stack(report: Report, pg_key: str, rank: int, seq: int) -> tuple[dict[s
     waiting in or last got to), or None when it recorded nothing there.
     """
     from analysis import schema as s
-    from analysis import views
+    from analysis.views import drilldown as views
 
     a = report.analysis
     entry = views.entry_at(a, pg_key, rank, seq)

@@ -20,7 +20,7 @@ if [ "${1:-}" = "--dev" ]; then
 else
     .venv/bin/python -m pip install -q -r requirements.txt
 fi
-# The native scanner (analysis/_frscan.c) reads pickles several times faster; without a C
+# The native scanner (analysis/ingest/_frscan.c) reads pickles several times faster; without a C
 # compiler Flight Deck still works, on the pure-Python path.
 if ! .venv/bin/python setup.py -q build_ext --inplace >.venv/native-build.log 2>&1; then
     echo "note: the native scanner was not built (see .venv/native-build.log); using the pure-Python reader" >&2

@@ -27,12 +27,11 @@ from typing import Any
 
 import orjson
 
-from analysis import analyze
-from analysis.diagnose import analyze_dumps
-from analysis.discover import FileError
-from analysis.load import combine
-from analysis.parse import DumpFormatError, Limits, parse_dump
-from analysis.read import DumpReadError, read_raw
+from analysis import analyze, analyze_dumps
+from analysis.ingest.parse import parse_dump
+from analysis.ingest.read import read_raw
+from analysis.tables.load import combine
+from analysis.types import DumpFormatError, DumpReadError, FileError, Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
@@ -44,7 +43,7 @@ SAMPLE_DUMPS = ROOT / "sample_dumps"
 
 def seed_sets(extra_dirs: tuple[str | Path, ...] = ()) -> dict[str, dict[int, str]]:
     """Every available real dump set: name -> {rank: path}. Found by glob, never listed."""
-    from analysis.discover import discover
+    from analysis.ingest.discover import discover
 
     folders = sorted({os.path.dirname(p) for p in glob.glob(str(SAMPLE_DUMPS / "*" / "rank_*"))})
     folders += sorted({os.path.dirname(p) for p in glob.glob(str(SHARED_FIXTURES / "nvrx" / "*" / "_dump_*"))})

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis import schema as s
-from analysis.cells import _shared_cells
-from analysis.rowindex import RankRows
+from analysis.model.cells import _shared_cells
+from analysis.tables.rowindex import RankRows
 
 
 @st.composite

@@ -99,9 +99,9 @@ def test_map_reduce_path_matches_the_pool(tmp_path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     import analysis
-    from analysis.diagnose import analyze_dumps
-    from analysis.discover import discover
-    from analysis.load import combine_results, load_one
+    from analysis import analyze_dumps
+    from analysis.ingest.discover import discover
+    from analysis.tables.load import combine_results, load_one
 
     write_set(tmp_path, tp_job(world=8, steps=4, stuck_rank=6))
     (tmp_path / "nccl_trace_rank_9").write_bytes(b"not a dump")
@@ -118,9 +118,10 @@ def test_map_reduce_path_matches_the_pool(tmp_path) -> None:
 def test_map_step_output_as_parquet_files(tmp_path) -> None:
     """A cluster map writes each file's tables as Parquet; the reduce reads them back."""
     import analysis
-    from analysis.diagnose import analyze_dumps
-    from analysis.discover import discover
-    from analysis.load import FileError, combine, load_one, read_file_tables, write_file_tables
+    from analysis import analyze_dumps
+    from analysis.ingest.discover import discover
+    from analysis.tables.load import combine, load_one, read_file_tables, write_file_tables
+    from analysis.types import FileError
 
     dumps = tmp_path / "dumps"
     dumps.mkdir()

@@ -8,9 +8,9 @@ import pytest
 from locations import SAMPLE_DUMPS
 
 from analysis import schema as s
-from analysis.combine import _DictionaryColumn, _narrow, combine_tables, merge_parts
-from analysis.discover import discover
-from analysis.load import load_one
+from analysis.ingest.discover import discover
+from analysis.tables.combine import _DictionaryColumn, _narrow, combine_tables, merge_parts
+from analysis.tables.load import load_one
 
 TEXT = [f.name for f in s.ENTRY_SCHEMA if pa.types.is_dictionary(f.type)]
 PLAIN = [f.name for f in s.ENTRY_SCHEMA if f.name not in TEXT and f.name != s.STACK_ID]

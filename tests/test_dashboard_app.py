@@ -16,9 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import analysis
-from analysis import views
-from analysis.discover import discover
-from analysis.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
+from analysis.ingest.discover import discover
+from analysis.views import drilldown as views
+from analysis.views.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
 from dashboard import confine, figures, html_report, selection, sources, state, tables
 from dashboard.components.text import md_escape
 

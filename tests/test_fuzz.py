@@ -27,11 +27,10 @@ from fuzzing import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis import analyze
-from analysis.diagnose import analyze_dumps
-from analysis.discover import FileError
-from analysis.load import combine
-from analysis.parse import DumpFormatError, parse_dump
+from analysis import analyze, analyze_dumps
+from analysis.ingest.parse import parse_dump
+from analysis.tables.load import combine
+from analysis.types import DumpFormatError, FileError
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import schema as s
-from analysis.groups import _config_groups
+from analysis.model.groups import _config_groups
 
 
 def test_a_name_with_two_rank_lists_is_two_groups() -> None:

@@ -21,7 +21,8 @@ import pytest
 from fr_versions import make_dump, write_dump
 
 import analysis
-from analysis.read import DumpReadError, read_raw
+from analysis.ingest.read import read_raw
+from analysis.types import DumpReadError
 
 MARKER = "pwned.marker"
 

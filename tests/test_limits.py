@@ -16,8 +16,8 @@ from fr_versions import make_dump, write_dump
 from fuzzing import dag, gzip_bomb
 
 import analysis
-from analysis.parse import Limits
-from analysis.read import DumpReadError, read_raw
+from analysis.ingest.read import read_raw
+from analysis.types import DumpReadError, Limits
 
 WORLD = 3
 
@@ -372,7 +372,8 @@ def test_read_raw_reports_the_limit_in_the_message(tmp_path: Path) -> None:
 
 def test_a_long_rank_list_naming_a_huge_rank_is_refused_in_every_file() -> None:
     """Long rank lists are checked once per process and remembered: both files are refused."""
-    from analysis.parse import DumpFormatError, parse_dump
+    from analysis.ingest.parse import parse_dump
+    from analysis.types import DumpFormatError
 
     ranks = str(list(range(200)) + [10**9])  # long enough to be remembered
     for rank in (0, 1):

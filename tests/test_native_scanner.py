@@ -1,4 +1,4 @@
-"""The native scanner (``analysis/_frscan.c`` through ``analysis.native``) against the full path.
+"""The native scanner (``analysis/ingest/_frscan.c`` through ``analysis.native``) against the full path.
 
 The contract: for ANY file, ``read_dump`` gives the same result whether the scanner is
 used or not: equal tables (dictionary columns compared by value, the stacks table as a
@@ -47,10 +47,9 @@ from hypothesis import strategies as st
 from locations import ROOT, SAMPLE_DUMPS, SHARED_FIXTURES
 from test_hostile_pickles import hand_built, via_reduce
 
-from analysis import native, read
-from analysis.parse import DEFAULT_LIMITS, FileTables, Limits
-from analysis.read import DumpReadError
-from analysis.safe_pickle import load_plain_pickle
+from analysis.ingest import native, read
+from analysis.ingest.safe_pickle import load_plain_pickle
+from analysis.types import DEFAULT_LIMITS, DumpReadError, FileTables, Limits
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the native scanner is not built")
 
@@ -1123,8 +1122,8 @@ def test_million_shared_entries_memory_is_bounded(million_shared_entries: Path) 
         """
         import resource, sys
         sys.path.insert(0, sys.argv[2])
-        from analysis import native
-        from analysis.parse import Limits
+        from analysis.ingest import native
+        from analysis.types import Limits
         data = open(sys.argv[1], "rb").read()
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         result = native.scan(data, Limits())
@@ -1286,8 +1285,8 @@ def test_stale_string_offset_does_not_crash(tmp_path: Path) -> None:
         """
         import struct, sys
         sys.path.insert(0, sys.argv[1])
-        from analysis import native
-        from analysis.parse import Limits
+        from analysis.ingest import native
+        from analysis.types import Limits
         off = 100_000_000
         big = b"\\x80\\x02}X\\x01\\x00\\x00\\x00a(X" + struct.pack("<I", off) + b"y" * off
         big += b"X\\x06\\x00\\x00\\x00markerq\\x07ls."
@@ -1319,7 +1318,7 @@ def test_dump_without_entries(tmp_path: Path) -> None:
 
 def test_fixed_discrepancy_frames_equal_but_not_identical(tmp_path: Path) -> None:
     """FIXED DISCREPANCY (order of checks): two stacks [F, G, F] and [F, G', F] with
-    G' == G but G'["line"] True (1 == True). The full path's _stack_codes merges them by ==
+    G' == G but G'["line"] True (1 == True). The full path's stack_codes merges them by ==
     and checks only the first (the dump is read); the scanner keeps them apart, and the
     second fails "a frame's line is True". Same with a line of 1.0."""
     f = {"name": "f", "filename": "/x.py", "line": 1}
@@ -1368,7 +1367,7 @@ def test_fixed_discrepancy_which_bad_value_is_named(field_name: str, pair: tuple
 
 
 def test_fixed_discrepancy_full_path_hangs_comparing_two_dags(tmp_path: Path) -> None:
-    """FIXED DISCREPANCY (analysis/parse.py ``_stack_codes``, the full path hangs): two stacks
+    """FIXED DISCREPANCY (analysis/parse.py ``stack_codes``, the full path hangs): two stacks
     [F, D1, F] and [F, D2, F] share a bucket, and ``eq`` compares two distinct 2**40-leaf
     DAGs (1.4 KB of pickle) element by element. The scanner answers at once ("a frame is
     list, expected a dict"); the full path does not finish (about 2**depth steps)."""
@@ -1381,7 +1380,7 @@ def test_fixed_discrepancy_full_path_hangs_comparing_two_dags(tmp_path: Path) ->
         """
         import sys
         sys.path.insert(0, sys.argv[2])
-        from analysis import native, read
+        from analysis.ingest import native, read
         native._frscan = None
         try:
             read.read_dump(sys.argv[1], 0)

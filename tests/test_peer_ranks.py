@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.parse import peer_ranks
+from analysis.opnames import peer_ranks
 
 
 def test_peers_from_names() -> None:

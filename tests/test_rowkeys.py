@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import rowkeys
+from analysis.tables import rowkeys
 
 _ints = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([-(2**63), 2**63 - 1, 2**40]))
 

@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.parse import _stack_codes
+from analysis.ingest.stacks import stack_codes
 
 
 def _frame(i: int) -> dict:
@@ -36,7 +36,7 @@ def frame_columns(draw) -> list:
 @settings(max_examples=300, deadline=None)
 @given(frame_columns())
 def test_codes_match_equality(column: list) -> None:
-    codes, distinct = _stack_codes(column)
+    codes, distinct = stack_codes(column)
     assert len(codes) == len(column)
     assert sorted(set(codes.tolist())) == list(range(len(distinct)))
     for entry, code in zip(column, codes.tolist()):
@@ -52,6 +52,6 @@ def test_many_stacks_with_the_same_ends() -> None:
     ends = _frame(0), _frame(1)
     middles = [_frame(10 + i) for i in range(40)]
     column = [[ends[0], middles[i % 40], ends[1]] for i in range(400)]
-    codes, distinct = _stack_codes(column)
+    codes, distinct = stack_codes(column)
     assert len(distinct) == 40
     assert codes.tolist() == [codes[i % 40] for i in range(400)]

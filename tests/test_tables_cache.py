@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from locations import SAMPLE_DUMPS
 
-load_module = importlib.import_module("analysis.load")
+load_module = importlib.import_module("analysis.tables.load")
 load = load_module.load
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.groups import GroupIndex, ProcessGroup
-from analysis.progress import Progress
-from analysis.waitfor import NOT_ISSUED, build_wait_graph
+from analysis.diagnosis.waitfor import NOT_ISSUED, build_wait_graph
+from analysis.model.groups import GroupIndex, ProcessGroup
+from analysis.model.progress import Progress
 
 
 def test_every_rank_blocked_in_the_default_group_waits_on_the_one_that_never_issued() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis import schema as s
-from analysis import views
-from analysis.grid import STATE_NAMES
+from analysis.views import drilldown as views
+from analysis.views.grid import STATE_NAMES
 
 from .. import data, tables
 from .text import md_escape

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from analysis.grid import Grid
+from analysis.views.grid import Grid
 
 from .. import data, figures, selection, state
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.report import Report
+from analysis.report.report import Report
 
 from ..tables import compact_ranks, file_errors_table
 from .text import md_escape

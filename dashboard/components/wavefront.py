@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis import views
-from analysis.grid import NOT_ISSUED
+from analysis.views import drilldown as views
+from analysis.views.grid import NOT_ISSUED
 
 from .. import data, figures, tables
 from .text import md_escape

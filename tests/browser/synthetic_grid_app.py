@@ -16,7 +16,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from analysis.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
+from analysis.views.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
 from dashboard import figures, state
 from dashboard.components import heatmap
 

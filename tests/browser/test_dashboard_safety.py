@@ -16,7 +16,7 @@ import pytest
 from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, SCRIPT_IDLE, screenshot
 
 import analysis
-from analysis.grid import group_grid
+from analysis.views.grid import group_grid
 from dashboard import sources, tables
 
 pytestmark = pytest.mark.browser

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import schema as s
+from .. import schema as s
+from ..tables.rowindex import rank_blocks
+from ..tables.rowkeys import duplicated, equals, flag, group_ids
+from ..types import DumpSet
 from .groups import GroupIndex
-from .load import DumpSet
-from .rowindex import rank_blocks
-from .rowkeys import duplicated, equals, flag, group_ids
 
 DONE = "done"
 ROW = "row"

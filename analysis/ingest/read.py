@@ -12,16 +12,13 @@ from typing import IO, Any
 
 import orjson
 
+from ..types import DEFAULT_LIMITS, DumpFormatError, DumpReadError, FileTables, Limits
 from . import native
-from .parse import DEFAULT_LIMITS, DumpFormatError, FileTables, Limits, parse_dump
+from .parse import parse_dump
 from .safe_pickle import SizeLimitedReader, UnsafePickleError, load_plain_pickle
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _PICKLE_OPCODES = frozenset(op.code.encode("latin-1") for op in pickletools.opcodes)
-
-
-class DumpReadError(Exception):
-    """A file that could not be read as a dump; the message says why."""
 
 
 def _sniff_format(head: bytes) -> str:

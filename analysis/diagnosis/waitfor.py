@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import schema as s
-from .groups import GroupIndex
-from .progress import Progress
+from .. import schema as s
+from ..model.groups import GroupIndex
+from ..model.progress import Progress
 
 NOT_ISSUED = "not_issued"
 BEHIND = "behind"

@@ -16,36 +16,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..ingest.discover import discover
+from ..ingest.read import read_dump
+from ..ingest.safe_pickle import collector_paused
+from ..types import DEFAULT_LIMITS, DumpFile, DumpReadError, DumpSet, FileError, FileTables, Limits
 from . import cache
-from . import schema as s
 from .combine import TablesBuilder, combine_tables, merge_parts, return_freed_memory
-from .discover import DumpFile, FileError, discover
-from .parse import DEFAULT_LIMITS, FileTables, Limits
-from .read import DumpReadError, read_dump
-from .safe_pickle import collector_paused
-
-
-@dataclass(slots=True)
-class DumpSet:
-    """All ranks' dumps as tables. Entries never become per-row Python objects."""
-
-    entries: pd.DataFrame
-    stacks: pd.DataFrame
-    configs: pd.DataFrame
-    status: pd.DataFrame
-    files: pd.DataFrame
-    file_errors: list[FileError] = field(default_factory=list)
-
-    @property
-    def ranks(self) -> list[int]:
-        return sorted(int(r) for r in self.files[s.RANK])
 
 
 def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | FileError:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import schema as s
-from .rowkeys import group_ids
+from .. import schema as s
+from ..tables.rowkeys import group_ids
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import schema as s
-from .diagnose import Analysis
+from .. import schema as s
+from ..diagnosis.analysis import Analysis
 
 OUTSIDE, COMPLETED, STARTED, SCHEDULED, NOT_ISSUED, MISMATCHED = range(6)
 STATE_NAMES = ("outside buffer", "completed", "started", "scheduled", "not issued", "mismatched")

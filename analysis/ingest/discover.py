@@ -6,29 +6,14 @@ import fnmatch
 import glob
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..types import DumpFile, FileError
 
 #: File-name prefixes written by PyTorch and by common launchers.
 KNOWN_PREFIXES = ("nccl_trace_rank_", "comm_lib_trace_rank_", "_dump_", "rank_")
 _SUFFIXES = (".gz", ".json", ".pkl", ".pickle")
 _TRAILING_INT = re.compile(r"(\d+)$")
-
-
-@dataclass(frozen=True, slots=True)
-class DumpFile:
-    """One rank's dump on disk."""
-
-    path: str
-    rank: int
-
-
-@dataclass(frozen=True, slots=True)
-class FileError:
-    """A file that could not be used, and why, in words a user can act on."""
-
-    file: str
-    error: str
 
 
 def strip_suffixes(name: str) -> str:

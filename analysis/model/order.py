@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import schema as s
+from .. import schema as s
 
 _NOT_ISSUED = np.iinfo(np.int64).min
 

@@ -1,6 +1,6 @@
 """The native scanner's side of reading a dump: a pickle file to columns, or None.
 
-``analysis._frscan`` (C, built by ``scripts/setup.sh``) reads a Flight Recorder pickle
+``analysis.ingest._frscan`` (C, built by ``scripts/setup.sh``) reads a Flight Recorder pickle
 without making a Python object per entry: integer fields come back as int64 arrays and
 other fields grouped, one object per distinct value. It accepts only well-formed plain
 dumps and returns None for anything else (or is not built at all), and the caller then
@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import schema as s
-from .parse import DictFields, DumpFormatError, EntryFields, Limits, positive_times
+from .. import schema as s
+from ..types import DumpFormatError, Limits
+from .fields import DictFields, EntryFields
+from .values import positive_times
 
 try:
     from . import _frscan

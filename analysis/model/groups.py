@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import schema as s
-from .load import DumpSet
-from .rowkeys import distinct, flag
+from .. import schema as s
+from ..tables.rowkeys import distinct, flag
+from ..types import DumpSet, Membership
 
 _INT = re.compile(r"-?\d+")
 
@@ -36,7 +36,7 @@ class ProcessGroup:
     desc: str
     ranks: tuple[int, ...]
     """Member global ranks in group-rank order (sorted when inferred)."""
-    membership_source: str
+    membership_source: Membership
     """``pg_config`` when the dumps list the members, ``inferred`` otherwise."""
     has_p2p: bool = False
 
@@ -84,7 +84,7 @@ def _config_groups(configs: pd.DataFrame) -> tuple[dict[str, ProcessGroup], dict
         ranks = parsed.setdefault(ranks_text, parse_ranks(ranks_text))
         key = name if variants[name] == 1 else f"{name}:{','.join(map(str, ranks))}"
         if key not in groups:
-            groups[key] = ProcessGroup(key, name, desc, ranks, "pg_config")
+            groups[key] = ProcessGroup(key, name, desc, ranks, Membership.PG_CONFIG)
     names = configs[s.PG_NAME].astype(str)
     ranks_col = configs[s.RANK].to_numpy(dtype=np.int64).tolist()
     shared = names.isin([n for n, count in variants.items() if count > 1]).to_numpy()
@@ -159,7 +159,7 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
             for r in ranks:
                 index.key_of.setdefault((r, name), name)
             continue
-        index.groups[name] = ProcessGroup(name, name, desc_of.get(name, ""), tuple(sorted(ranks)), "inferred")
+        index.groups[name] = ProcessGroup(name, name, desc_of.get(name, ""), tuple(sorted(ranks)), Membership.INFERRED)
         for r in ranks:
             index.key_of[(r, name)] = name
     for g in index.groups.values():

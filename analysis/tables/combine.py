@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import schema as s
-from .parse import FileTables
+from .. import schema as s
+from ..types import FileTables
 
 _NARROW = np.int16
 _WIDE = np.int32

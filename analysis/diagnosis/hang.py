@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from . import schema as s
-from .cells import created_ns
-from .groups import ProcessGroup
-from .order import ProgramOrder
+from .. import schema as s
+from ..model.cells import created_ns
+from ..model.groups import ProcessGroup
+from ..model.order import ProgramOrder
 from .waitfor import NO_DUMP, NO_RECORD, NOT_ISSUED, P2P_UNMATCHED, WaitEdge, root_components
 
 NEVER = 2**63

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .discover import DumpFile, FileError
+from ..types import DumpFile, FileError
 
 CACHE_FORMAT = "flightdeck-tables/3"
 TABLES = ("entries", "stacks", "configs", "status", "files")
@@ -34,23 +34,28 @@ def cache_root() -> Path:
     return Path(base) / "flightdeck"
 
 
+_PACKAGE = Path(__file__).resolve().parents[1]
+LOADER_CODE = ("ingest", "tables", "types.py", "schema.py", "opnames.py")
+"""What the cached tables depend on: the readers, the reduce and the types they build.
+Every source file below these is part of the key, so no module can be left out."""
+
+
 @functools.cache
 def _loader_version() -> str:
     """A digest of the loading code itself: a new parser never reuses an old parser's tables."""
     h = hashlib.sha256()
-    for name in (
-        "safe_pickle.py",
-        "read.py",
-        "native.py",
-        "_frscan.c",
-        "parse.py",
-        "schema.py",
-        "combine.py",
-        "load.py",
-        "discover.py",
-    ):
-        h.update((Path(__file__).parent / name).read_bytes())
+    for path in loader_sources():
+        h.update(str(path.relative_to(_PACKAGE)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+def loader_sources() -> list[Path]:
+    """Every source file of the loader (Python and C), in a stable order."""
+    found: list[Path] = []
+    for name in LOADER_CODE:
+        root = _PACKAGE / name
+        found += [root] if root.is_file() else [p for p in root.rglob("*") if p.suffix in (".py", ".c")]
+    return sorted(found)
 
 
 def fingerprint(files: Sequence[DumpFile], errors: Sequence[FileError], extra: str = "") -> str:

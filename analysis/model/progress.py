@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import schema as s
+from .. import schema as s
+from ..tables.rowkeys import first_rows, group_ids
+from ..types import DumpSet
 from .groups import GroupIndex
-from .load import DumpSet
-from .rowkeys import first_rows, group_ids
 
 ENQUEUED = "enqueued"
 COMPLETED = "completed"

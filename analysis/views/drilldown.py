@@ -7,10 +7,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import schema as s
-from .cells import created_ns
-from .diagnose import Analysis
-from .read import DumpReadError, read_raw
+from .. import schema as s
+from ..diagnosis.analysis import Analysis
+from ..ingest.read import read_raw
+from ..model.cells import created_ns
+from ..types import DumpReadError
 
 
 def entry_at(a: Analysis, pg_key: str, rank: int, seq: int) -> dict[str, Any] | None:

@@ -1,0 +1,1 @@
+"""Diagnosis: mismatches, the wait-for graph and the hang explained, decided as a verdict."""

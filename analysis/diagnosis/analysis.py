@@ -1,0 +1,67 @@
+"""Everything the verdict is drawn from: groups -> cells + progress -> mismatches + wait graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from ..model.cells import build_cells
+from ..model.groups import GroupIndex, build_groups
+from ..model.p2p import pending_p2p
+from ..model.progress import Progress, compute_progress
+from ..model.world import complete_inferred_groups, estimate_world
+from ..tables.rowindex import RankRows
+from ..types import DumpSet
+from .mismatch import Mismatch, find_mismatches
+from .waitfor import WaitGraph, build_wait_graph
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Intermediate results, kept for views (dashboard, grid) that need more than the verdict."""
+
+    dumps: DumpSet
+    groups: GroupIndex
+    progress: dict[tuple[str, int], Progress]
+    cells: pd.DataFrame
+    mismatches: list[Mismatch]
+    graph: WaitGraph
+    missing_dumps: list[int]
+    _rank_rows: dict[str, RankRows] = field(default_factory=dict, repr=False)
+
+    def rank_rows(self, table: str, rank: int) -> np.ndarray:
+        """Positions of ``rank``'s rows in ``cells`` or the dumps' ``entries`` (built on first use)."""
+        if table not in self._rank_rows:
+            frame = self.cells if table == "cells" else self.dumps.entries
+            self._rank_rows[table] = RankRows(frame[s.RANK].to_numpy(dtype=np.int64))
+        return self._rank_rows[table].of(rank)
+
+    @property
+    def records_p2p(self) -> bool:
+        """False for gloo dumps: gloo's Flight Recorder writes no send/recv entries."""
+        names = self.dumps.entries[s.PROFILING_NAME]
+        cats = names.cat.categories if hasattr(names, "cat") else names.unique()
+        return not (len(cats) and all(str(c).startswith("gloo:") for c in cats))
+
+
+def run_analysis(dumps: DumpSet) -> Analysis:
+    """Everything up to (not including) the verdict."""
+    index = build_groups(dumps)
+    have_dump = set(dumps.ranks)
+    world = estimate_world(index, have_dump)
+    complete_inferred_groups(index, world, have_dump)
+    expected = {r for g in index.groups.values() for r in g.ranks} | set(range(world))
+    missing = sorted(r for r in expected if r not in have_dump)
+    cells = build_cells(dumps, index)
+    progress = compute_progress(dumps, index, cells)
+    desc_of = {k: g.desc for k, g in index.groups.items()}
+    mismatches = find_mismatches(cells, desc_of)
+    pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
+    pending_ops = {
+        (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
+    }
+    graph = build_wait_graph(index, progress, have_dump, pending_ops, pending_p2p(dumps, index))
+    return Analysis(dumps, index, progress, cells, mismatches, graph, missing)

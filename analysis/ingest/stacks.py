@@ -1,0 +1,90 @@
+"""Call stacks of one file: each distinct stack checked, printed and hashed once."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..types import DumpFormatError, Limits
+from .values import describe, dict_array
+
+_TORCH_INTERNAL = ("/torch/", "c10d_logger.py")
+
+
+def call_site(frame_lines: list[str]) -> str:
+    """The innermost frame outside torch itself: where the user's code called."""
+    for line in frame_lines:
+        path = line.replace("\\", "/")
+        if not any(marker in path for marker in _TORCH_INTERNAL):
+            return line
+    return frame_lines[-1] if frame_lines else ""
+
+
+def stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
+    """Codes of stacks made of the same frame objects, and the first stack of each code.
+
+    The writer memoizes frame dicts, so in a dump the same frame is the same object. By
+    identity, never by ``==``: equal-looking frames (``line`` 1 and True) must each be
+    checked and printed, and comparing shared nested values can take exponential time.
+    """
+    keys = [tuple(map(id, f)) if type(f) is list else id(f) for f in frames_col]
+    seen: dict[Any, int] = {}
+    codes = np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int32)
+    first_of_code = np.unique(codes, return_index=True)[1] if len(codes) else []
+    return codes, [frames_col[i] for i in first_of_code]
+
+
+class Stacks:
+    """Distinct call stacks of one file.
+
+    The writer memoizes frame dicts, so in a dump the same frame is the same object:
+    a stack is first keyed by the ids of its frames, and its text and hash are built
+    once per distinct stack, not once per entry.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.rows: dict[int, tuple[int, str, str]] = {}
+
+    def encode(self, codes: np.ndarray, distinct: list) -> tuple[pa.Array, pa.DictionaryArray]:
+        """Stack ids and call sites per entry (from grouped stacks, as EntryFields.stacks gives
+        them); text and hash are built once per distinct stack."""
+        ids: list[int] = []
+        sites: list[str | None] = []
+        for frames in distinct:
+            if frames is None:
+                ids.append(0)
+                sites.append(None)
+            else:
+                sid, site = self._add(frames)
+                ids.append(sid)
+                sites.append(site)
+        is_null = np.array([f is None for f in distinct] or [False])
+        values = np.array(ids or [0], dtype=np.int64)[codes] if len(codes) else np.zeros(0, np.int64)
+        mask = is_null[codes] if len(codes) else None
+        return pa.array(values, mask=mask, type=pa.int64()), dict_array(codes, sites)
+
+    def _add(self, frames: Any) -> tuple[int, str]:
+        if type(frames) is not list:
+            raise DumpFormatError(f"'frames' is {describe(frames)}, expected a list")
+        if len(frames) > self.limits.max_frames:
+            raise DumpFormatError(f"an entry has {len(frames)} frames")
+        lines = []
+        for f in frames:
+            if type(f) is not dict:
+                raise DumpFormatError(f"a frame is {describe(f)}, expected a dict")
+            name, filename, line = f.get("name"), f.get("filename"), f.get("line")
+            if type(name) is not str or type(filename) is not str or len(name) + len(filename) > 8192:
+                raise DumpFormatError("a frame has no short string name and filename")
+            if line is not None and (type(line) is not int or not -(2**63) <= line < 2**63):
+                raise DumpFormatError(f"a frame's line is {describe(line)}")
+            lines.append(f"{filename}:{line} in {name}")
+        text = "\n".join(lines)
+        digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
+        sid = int.from_bytes(digest, "little", signed=True)
+        if sid not in self.rows:
+            self.rows[sid] = (len(lines), text, call_site(lines))
+        return sid, self.rows[sid][2]

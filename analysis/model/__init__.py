@@ -1,0 +1,1 @@
+"""The job's model: process groups, collective cells, progress and program order."""

@@ -1,0 +1,1 @@
+"""The report: the diagnosis as fields, JSON, text and Parquet."""

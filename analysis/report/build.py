@@ -1,0 +1,80 @@
+"""From loaded dumps to a Report: analysis -> diagnosis -> the report a user reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..diagnosis.analysis import Analysis, run_analysis
+from ..diagnosis.verdict import diagnose
+from ..types import DumpSet
+from .report import Report, Wavefront
+from .text import summary_sentence
+
+
+def summarize_progress(a: Analysis) -> list[dict[str, Any]]:
+    out = []
+    for g in a.groups.by_relevance():
+        enq = {r: p.enqueued for r in g.ranks if (p := a.progress.get((g.key, r))) and p.known}
+        done = {r: p.completed for r in g.ranks if (p := a.progress.get((g.key, r))) and p.completed is not None}
+        top = max(enq.values(), default=None)
+        lagging = sorted(r for r, v in enq.items() if top is not None and v < top)
+        out.append(
+            {
+                "pg_key": g.key,
+                "pg_name": g.name,
+                "pg_desc": g.desc,
+                "ranks": list(g.ranks),
+                "size": len(g.ranks),
+                "membership": g.membership_source,
+                "enqueued_min": min(enq.values(), default=None),
+                "enqueued_max": top,
+                "completed_min": min(done.values(), default=None),
+                "completed_max": max(done.values(), default=None),
+                "lagging_ranks": lagging,
+                "ranks_without_dump": [r for r in g.ranks if r in set(a.missing_dumps)],
+            }
+        )
+    out.sort(key=lambda g: (not g["lagging_ranks"], g["enqueued_max"] is None))
+    return out
+
+
+def build_report(a: Analysis) -> Report:
+    """The Report of an analysis: its diagnosis, in the words and fields a user reads."""
+    d = diagnose(a)
+    wavefront = None
+    if d.wave is not None:
+        g = a.groups.groups.get(d.wave[0])
+        if g is not None:
+            wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, d.wave[1], d.wave[2])
+    suspects = d.suspects
+    summary = summary_sentence(d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks))
+    return Report(
+        verdict=d.verdict,
+        failure_class=d.failure_class,
+        suspect_ranks=suspects,
+        victim_ranks=list(d.victims),
+        attribution_state=d.attribution,
+        wavefront=wavefront,
+        summary=summary,
+        evidence=list(d.evidence),
+        ranks_loaded=len(a.dumps.ranks),
+        missing_dumps=a.missing_dumps,
+        file_errors=a.dumps.file_errors,
+        process_groups=summarize_progress(a),
+        suspect_classes=dict(d.suspect_classes),
+        analysis=a,
+    )
+
+
+def analyze_dumps(dumps: DumpSet) -> Report:
+    """Analyze already-loaded dumps."""
+    a = run_analysis(dumps)
+    report = build_report(a)
+    report.tables = {
+        "entries": dumps.entries,
+        "stacks": dumps.stacks,
+        "groups": a.groups.to_frame(),
+        "pg_status": dumps.status,
+        "files": dumps.files,
+    }
+    return report

@@ -1,0 +1,73 @@
+"""The report: what a user reads, as objects, JSON and text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..diagnosis.analysis import Analysis
+from ..types import AttributionState, FailureClass, FileError, Verdict
+
+SCHEMA = "flightdeck.report/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Wavefront:
+    """The (process group, sequence) where progress diverges."""
+
+    pg_key: str
+    pg_name: str
+    pg_desc: str
+    pg_ranks: tuple[int, ...]
+    collective_seq_id: int | None
+    op: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pg_name": self.pg_name,
+            "pg_desc": self.pg_desc,
+            "pg_ranks": list(self.pg_ranks),
+            "collective_seq_id": self.collective_seq_id,
+            "op": self.op,
+        }
+
+
+@dataclass(slots=True)
+class Report:
+    """The verdict on one dump set, plus the tables it was drawn from."""
+
+    verdict: Verdict
+    failure_class: FailureClass
+    suspect_ranks: list[int]
+    victim_ranks: list[int]
+    attribution_state: AttributionState
+    wavefront: Wavefront | None
+    summary: str
+    evidence: list[str]
+    ranks_loaded: int
+    missing_dumps: list[int]
+    file_errors: list[FileError]
+    process_groups: list[dict[str, Any]]
+    suspect_classes: dict[int, FailureClass] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    analysis: Analysis | None = field(default=None, repr=False)
+    """The intermediate results (groups, progress, wait graph) for views that need them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "verdict": self.verdict.value,
+            "failure_class": self.failure_class.value,
+            "suspect_ranks": list(self.suspect_ranks),
+            "victim_ranks": list(self.victim_ranks),
+            "attribution_state": self.attribution_state.value,
+            "wavefront": self.wavefront.to_dict() if self.wavefront else None,
+            "summary": self.summary,
+            "evidence": list(self.evidence),
+            "ranks_loaded": self.ranks_loaded,
+            "missing_dumps": list(self.missing_dumps),
+            "file_errors": [{"file": e.file, "error": e.error} for e in self.file_errors],
+            "process_groups": self.process_groups,
+        }

@@ -1,0 +1,101 @@
+"""The report as words: the summary sentence and the text the command line prints."""
+
+from __future__ import annotations
+
+from ..diagnosis.hang import ranks_text
+from .report import Report, Wavefront
+
+_CLASS_WORDS = {
+    "missing_participant": (
+        "never issued a collective its peers wait in",
+        "never issued collectives their peers wait in",
+    ),
+    "desync": (
+        "issued a different collective than its peers (CPU-side divergence)",
+        "issued different collectives than their peers (CPU-side divergence)",
+    ),
+    "size_mismatch": (
+        "passed a tensor of a different size than its peers",
+        "passed tensors of different sizes than their peers",
+    ),
+    "dtype_mismatch": (
+        "passed a tensor of a different dtype than its peers",
+        "passed tensors of different dtypes than their peers",
+    ),
+    "p2p_unmatched": ("never posted the matching send/recv", "never posted the matching send/recv"),
+    "stalled_in_flight": (
+        "is stuck inside a collective its peers got through (GPU or network side)",
+        "are stuck inside collectives their peers got through (GPU or network side)",
+    ),
+    "missing_dump": ("wrote no dump", "wrote no dumps"),
+}
+
+
+def summary_sentence(
+    verdict_word: str, failure_class: str, suspects: list[int], wave: Wavefront | None, n_victims: int, n_ranks: int
+) -> str:
+    if n_ranks == 0:
+        return "No Flight Recorder dump could be read: nothing was analyzed."
+    if verdict_word == "healthy":
+        return "No hang and no mismatch: every rank completed what it issued, and the ranks agree."
+    where = ""
+    if wave is not None:
+        seq = f" seq {wave.collective_seq_id}" if wave.collective_seq_id is not None else ""
+        where = f" at {wave.op or 'collective'}{seq} of group {wave.pg_name} ({wave.pg_desc or 'no description'})"
+    if not suspects:
+        return (
+            f"The job {'hangs' if verdict_word == 'hang' else 'diverged'}{where}, but no single rank can be isolated."
+        )
+    who = ranks_text(suspects, 12).capitalize()
+    one, many = _CLASS_WORDS.get(failure_class, (failure_class, failure_class))
+    words = one if len(suspects) == 1 else many
+    blocked = f"; {n_victims} other rank(s) wait on {'it' if len(suspects) == 1 else 'them'}" if n_victims else ""
+    return f"{who} {words}{where}{blocked}."
+
+
+def _compact(ranks: list[int], limit: int = 16) -> str:
+    if len(ranks) <= limit:
+        return ", ".join(map(str, ranks))
+    return ", ".join(map(str, ranks[:limit])) + f", ... ({len(ranks)} ranks)"
+
+
+def render_text(report: Report, verbose: bool = False) -> str:
+    """Verdict first, then wavefront and suspects, then evidence."""
+    lines = [f"VERDICT: {report.verdict.value.upper()} ({report.failure_class.value})", report.summary, ""]
+    w = report.wavefront
+    rows = [
+        ("suspect ranks", _compact(report.suspect_ranks) or "none isolated"),
+        ("victim ranks", _compact(report.victim_ranks) or "none"),
+        ("attribution", report.attribution_state.value),
+    ]
+    if w:
+        seq = "-" if w.collective_seq_id is None else str(w.collective_seq_id)
+        rows.insert(
+            0, ("wavefront", f"group {w.pg_name} ({w.pg_desc or 'no description'}) seq {seq} {w.op or ''}".rstrip())
+        )
+    rows.append(("ranks loaded", str(report.ranks_loaded)))
+    if report.missing_dumps:
+        rows.append(("missing dumps", _compact(report.missing_dumps)))
+    width = max(len(k) for k, _ in rows)
+    lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if report.evidence:
+        lines += ["", "Evidence:"] + [f"  - {e}" for e in report.evidence]
+    if report.file_errors:
+        lines += ["", f"Files not used ({len(report.file_errors)}):"]
+        lines += [f"  - {e.file}: {e.error}" for e in report.file_errors[:50]]
+        if len(report.file_errors) > 50:
+            lines.append(f"  ... and {len(report.file_errors) - 50} more")
+    if verbose and report.process_groups:
+        lines += ["", "Per-group frontier (enqueued / completed, min..max over members):"]
+        known = [g for g in report.process_groups if g["enqueued_max"] is not None]
+        for g in known:
+            lag = f" lagging: {_compact(g['lagging_ranks'], 8)}" if g["lagging_ranks"] else ""
+            lines.append(
+                f"  {g['pg_name']:>6} {g['pg_desc'][:40]:<40} size {g['size']:>5}  "
+                f"enq {g['enqueued_min']}..{g['enqueued_max']}  done {g['completed_min']}..{g['completed_max']}{lag}"
+            )
+        if len(known) < len(report.process_groups):
+            lines.append(
+                f"  ({len(report.process_groups) - len(known)} more groups with no entries or status in the dumps)"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""The types every layer shares: files, per-file and per-job tables, limits, errors, and
+the words of a verdict as enums.
+
+This module sits at the bottom of the package: it imports nothing from it but the
+column names, so any layer may use it without pulling in the loader, the process pool
+or the parser.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow as pa
+
+from . import schema as s
+
+# -- files ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DumpFile:
+    """One rank's dump on disk."""
+
+    path: str
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileError:
+    """A file that could not be used, and why, in words a user can act on."""
+
+    file: str
+    error: str
+
+
+class DumpReadError(Exception):
+    """A file that could not be read as a dump; the message says why."""
+
+
+class DumpFormatError(ValueError):
+    """The file parsed, but it is not a Flight Recorder dump of a known shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what one dump may contain; a real dump is far below each."""
+
+    max_file_bytes: int = 1 << 30
+    max_entries: int = 1_000_000
+    max_frames: int = 4096
+    max_tensors: int = 65_536
+    max_groups: int = 1_000_000
+    max_rank: int = 1 << 22
+    """Highest global rank a file name or a group's rank list may name."""
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# -- tables ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class FileTables:
+    """Everything one file contributes, as Arrow tables ready to concatenate."""
+
+    entries: pa.Table
+    stacks: pa.Table
+    configs: pa.Table
+    status: pa.Table
+    meta: pa.Table
+
+
+@dataclass(slots=True)
+class DumpSet:
+    """All ranks' dumps as tables. Entries never become per-row Python objects."""
+
+    entries: pd.DataFrame
+    stacks: pd.DataFrame
+    configs: pd.DataFrame
+    status: pd.DataFrame
+    files: pd.DataFrame
+    file_errors: list[FileError] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(int(r) for r in self.files[s.RANK])
+
+
+# -- the words of a verdict ------------------------------------------------------------
+
+
+class Verdict(enum.StrEnum):
+    """What happened to the job, in one word."""
+
+    HEALTHY = "healthy"
+    HANG = "hang"
+    MISMATCH = "mismatch"
+
+
+class FailureClass(enum.StrEnum):
+    """Why a suspect rank is one, most telling first (the order decides the report's class)."""
+
+    DESYNC = "desync"
+    """At the same sequence the rank issued a different op, or from a different place."""
+    SIZE_MISMATCH = "size_mismatch"
+    DTYPE_MISMATCH = "dtype_mismatch"
+    MISSING_DUMP = "missing_dump"
+    MISSING_PARTICIPANT = "missing_participant"
+    """Peers issued a collective the rank never issued."""
+    P2P_UNMATCHED = "p2p_unmatched"
+    STALLED_IN_FLIGHT = "stalled_in_flight"
+    """Stuck inside a collective its peers completed, or every member stuck in it."""
+    HEALTHY = "healthy"
+
+    @property
+    def priority(self) -> int:
+        return list(FailureClass).index(self)
+
+
+class AttributionState(enum.StrEnum):
+    """CONTINUE: the job may restart without the suspects. STOP: nothing could be isolated."""
+
+    CONTINUE = "CONTINUE"
+    STOP = "STOP"
+
+
+class Membership(enum.StrEnum):
+    """Where a process group's member list comes from."""
+
+    PG_CONFIG = "pg_config"
+    INFERRED = "inferred"
