@@ -9,3 +9,4 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 SAMPLE_DUMPS = ROOT / "sample_dumps"
+TESTS = ROOT / "tests"
