@@ -67,7 +67,7 @@ def _page(argv: Sequence[str]) -> None:
             drilldown.render(loaded, pg_key, cell)
     if tab_wave.open:
         with tab_wave:
-            wavefront.render(loaded, pg_key)
+            wavefront.render(loaded)
     if tab_all.open:
         with tab_all:
             overview.render(loaded)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from .. import schema as s
@@ -64,9 +63,6 @@ class WaitGraph:
         for e in self.edges:
             out[e.waiter].append(e)
         return out
-
-    def in_degree(self) -> Counter:
-        return Counter(e.blocker for e in self.edges)
 
 
 def build_wait_graph(
@@ -241,7 +237,3 @@ def reaches(graph: WaitGraph, targets: set[int]) -> set[int]:
                 seen.add(w)
                 frontier.append(w)
     return seen
-
-
-def as_array(ranks: set[int]) -> np.ndarray:
-    return np.array(sorted(ranks), dtype=np.int64)

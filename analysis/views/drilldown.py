@@ -64,12 +64,6 @@ def stacks_at(a: Analysis, pg_key: str, seq: int) -> list[tuple[int | None, list
     return sorted(((sid, sorted(r)) for sid, r in groups.items()), key=lambda kv: -len(kv[1]))
 
 
-def majority_stack(a: Analysis, pg_key: str, seq: int) -> int | None:
-    """The stack most ranks of the group had at ``seq``."""
-    groups = stacks_at(a, pg_key, seq)
-    return groups[0][0] if groups else None
-
-
 def stack_diff(mine: list[str], majority: list[str]) -> list[tuple[str, str]]:
     """Line-by-line comparison, outermost frame first: ('same'|'mine'|'majority', line)."""
     import difflib

@@ -11,7 +11,7 @@ from .. import data, figures, tables
 from .text import md_escape
 
 
-def render(loaded: data.Loaded, pg_key: str) -> None:
+def render(loaded: data.Loaded) -> None:
     report = loaded.report
     a = report.analysis
     w = report.wavefront
