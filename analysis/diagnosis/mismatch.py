@@ -16,17 +16,18 @@ import pandas as pd
 
 from .. import schema as s
 from ..tables.rowkeys import group_ids
+from ..types import FailureClass
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
 _SIZE_SAME = ("all_gather", "allgather", "reduce_scatter", "_reduce_scatter_base", "_all_gather_base")
 
 #: Attribute checked -> failure class when the ranks disagree on it, most telling first.
-CHECKS: tuple[tuple[str, str], ...] = (
-    (s.OP, "desync"),
-    (s.INPUT_SIZES, "size_mismatch"),
-    (s.INPUT_DTYPES, "dtype_mismatch"),
-    (s.CALL_SITE, "desync"),
+CHECKS: tuple[tuple[str, FailureClass], ...] = (
+    (s.OP, FailureClass.DESYNC),
+    (s.INPUT_SIZES, FailureClass.SIZE_MISMATCH),
+    (s.INPUT_DTYPES, FailureClass.DTYPE_MISMATCH),
+    (s.CALL_SITE, FailureClass.DESYNC),
 )
 
 #: After a skipped collective every later seq is misaligned too; the first few tell the story.
@@ -40,12 +41,17 @@ class Mismatch:
     pg_key: str
     seq: int
     attribute: str
-    failure_class: str
+    failure_class: FailureClass
     odd_ranks: tuple[int, ...]
-    expected: str
+    expected: str | None
+    """What the odd ranks should have issued; None when nothing decides (every rank is odd)."""
     found: dict[int, str]
     decided_by: str
     """``majority`` of the group, or ``siblings`` (same-description groups) on a tie."""
+
+    @property
+    def decisive(self) -> bool:
+        return self.expected is not None
 
 
 def sizes_comparable(op: str) -> bool:
@@ -102,7 +108,7 @@ def _odd_ones(
     key: str,
     seq: int,
     attribute: str,
-    failure_class: str,
+    failure_class: FailureClass,
     values: dict[int, str],
     cells: pd.DataFrame,
     desc_of: dict[str, str],
@@ -125,8 +131,6 @@ def _odd_ones(
             expected, decided_by = tied[0], "siblings"
     if expected is None:
         odd = tuple(sorted(values))
-        expected_text = "no majority"
     else:
         odd = tuple(sorted(r for r, v in values.items() if v != expected))
-        expected_text = expected
-    return Mismatch(key, seq, attribute, failure_class, odd, expected_text, {r: values[r] for r in odd}, decided_by)
+    return Mismatch(key, seq, attribute, failure_class, odd, expected, {r: values[r] for r in odd}, decided_by)

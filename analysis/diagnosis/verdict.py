@@ -1,36 +1,62 @@
-"""The verdict: suspects, failure class, wavefront and evidence, from an Analysis."""
+"""The verdict: suspects, failure class, wavefront and findings, from an Analysis.
+
+One step per concern, in the order evidence is weighed: mismatches first (the earliest
+divergence in each group explains what follows), then the hang (roots of the wait-for
+graph, explained), then a collective stuck on every member, then ranks without a dump.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
 from ..types import AttributionState, FailureClass, Verdict
 from .analysis import Analysis
-from .hang import HangExplainer, group_label, ranks_text
+from .findings import Finding, Kind, Role
+from .hang import explain_hang
 from .mismatch import Mismatch
 from .waitfor import reaches
+
+Wave = tuple[str, int | None, str | None]
+"""(group key, seq, op) where progress diverged."""
 
 
 @dataclass(frozen=True, slots=True)
 class Diagnosis:
-    """What the dumps show, decided: the words are rendered from it elsewhere."""
+    """What the dumps show, decided; the words are rendered from it in the report layer."""
 
     verdict: Verdict
     failure_class: FailureClass
     suspect_classes: dict[int, FailureClass]
     victims: tuple[int, ...]
     attribution: AttributionState
-    wave: tuple[str, int | None, str | None] | None
-    """(group key, seq, op) where progress diverged."""
-    evidence: tuple[str, ...] = field(default=())
+    wave: Wave | None
+    findings: tuple[Finding, ...]
+    """Everything the verdict rests on, in the order a reader should see it."""
 
     @property
     def suspects(self) -> list[int]:
         return sorted(self.suspect_classes)
+
+
+class _Draft:
+    """The verdict as it is assembled: suspects in the order found, the first wave, findings."""
+
+    def __init__(self) -> None:
+        self.classes: dict[int, FailureClass] = {}
+        self.wave: Wave | None = None
+        self.findings: list[Finding] = []
+
+    def add(self, f: Finding, wave: Wave | None = None) -> None:
+        self.findings.append(f)
+        if f.role == Role.SUSPECT and f.failure_class is not None:
+            for r in f.ranks:
+                self.classes.setdefault(r, f.failure_class)
+        if self.wave is None and wave is not None:
+            self.wave = wave
 
 
 def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
@@ -44,106 +70,93 @@ def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
     return min(times) if times else None
 
 
-def _mismatch_evidence(a: Analysis, m: Mismatch) -> str:
-    g = a.groups.groups[m.pg_key]
-    what = {s.OP: "op", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call site"}[m.attribute]
-    found = "; ".join(f"rank {r}: {v}" for r, v in list(m.found.items())[:8])
-    basis = (
-        "the sibling groups with the same description" if m.decided_by == "siblings" else "the majority of the group"
-    )
-    return f"At seq {m.seq} of {group_label(g)} the {what} differ: {found}, while {basis} issued {m.expected}."
+def _mismatch_finding(m: Mismatch) -> Finding:
+    detail = {"attribute": m.attribute, "found": m.found, "expected": m.expected, "decided_by": m.decided_by}
+    if m.decisive:
+        return Finding(Kind.MISMATCH, Role.SUSPECT, m.odd_ranks, m.failure_class, m.pg_key, m.seq, detail=detail)
+    return Finding(Kind.UNDECIDED_MISMATCH, Role.NOTE, m.odd_ranks, None, m.pg_key, m.seq, detail=detail)
 
 
-def diagnose(a: Analysis) -> Diagnosis:
-    """Decide suspects, class, wavefront and evidence from the analysis."""
-    graph = a.graph
-    evidence: list[str] = []
-    suspect_class: dict[int, str] = {}
-    wave: tuple[str, int | None, str | None] | None = None
-
-    # 1. Mismatches: the earliest divergence point in each group explains what follows.
-    mism = sorted(a.mismatches, key=lambda m: (FailureClass(m.failure_class).priority, m.seq))
+def _weigh_mismatches(a: Analysis, draft: _Draft) -> list[Mismatch]:
+    """The earliest mismatch of each group that a majority decides; returns them."""
     first_per_group: dict[str, Mismatch] = {}
     for m in sorted(a.mismatches, key=lambda m: m.seq):
         first_per_group.setdefault(m.pg_key, m)
-    decisive = [m for m in first_per_group.values() if m.expected != "no majority"]
-    for m in sorted(decisive, key=lambda m: (FailureClass(m.failure_class).priority, m.seq)):
-        evidence.append(_mismatch_evidence(a, m))
-        for r in m.odd_ranks:
-            suspect_class.setdefault(r, m.failure_class)
-        if wave is None:
-            op = a.cells.loc[(a.cells[s.PG_KEY] == m.pg_key) & (a.cells[s.SEQ] == m.seq), s.OP]
-            wave = (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None)
-    for m in mism:
-        if m.expected == "no majority" and m.pg_key not in {d.pg_key for d in decisive}:
-            evidence.append(
-                _mismatch_evidence(a, m).replace(
-                    "while the majority of the group issued no majority.",
-                    "and no majority or sibling group decides which is right.",
-                )
-            )
-    mismatch_groups = {m.pg_key for m in decisive}
-    mismatch_members = {r for k in mismatch_groups for r in a.groups.groups[k].ranks}
+    decisive = [m for m in first_per_group.values() if m.decisive]
+    for m in sorted(decisive, key=lambda m: (m.failure_class.priority, m.seq)):
+        op = a.cells.loc[(a.cells[s.PG_KEY] == m.pg_key) & (a.cells[s.SEQ] == m.seq), s.OP]
+        draft.add(_mismatch_finding(m), (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None))
+    decided_groups = {d.pg_key for d in decisive}
+    for m in sorted(a.mismatches, key=lambda m: (m.failure_class.priority, m.seq)):
+        if not m.decisive and m.pg_key not in decided_groups:
+            draft.add(_mismatch_finding(m))
+    return decisive
 
-    # 2. The hang: roots of the wait-for graph, explained.
+
+def _weigh_hang(a: Analysis, draft: _Draft, decisive: list[Mismatch]) -> tuple[frozenset[int], bool]:
+    """The roots of the wait-for graph, explained; returns the ranks set aside and whether a cycle stayed."""
+    members = {r for m in decisive for r in a.groups.groups[m.pg_key].ranks}
     order = ProgramOrder(a.cells, a.dumps.entries, {k: g.desc for k, g in a.groups.groups.items()})
-    explainer = HangExplainer(a, order, _mismatch_since(a, decisive), mismatch_members if suspect_class else set())
-    findings = explainer.explain()
-    unresolved_cycle = explainer.unresolved
-    for f in sorted(findings, key=lambda f: (f.since, f.rank)):
-        suspect_class.setdefault(f.rank, f.failure_class)
-        evidence.append(f.evidence)
-        if wave is None and f.pg_key is not None:
-            wave = (f.pg_key, f.seq, f.op)
-    evidence.extend(explainer.notes)
+    hang = explain_hang(a, order, _mismatch_since(a, decisive), members if draft.classes else set())
+    for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
+        draft.add(f, (f.pg_key, f.seq, f.op) if f.pg_key is not None else None)
+    for note in hang.notes:
+        draft.add(note)
+    return hang.set_aside, hang.unresolved
 
-    # 3. Everyone issued it, nobody finished: stalled in flight.
-    if not suspect_class and graph.stalled:
-        (key, q), _ = max(graph.stalled.items(), key=lambda kv: len(kv[1]))
-        g = a.groups.groups[key]
-        op = next((b.op for b in graph.blocked if b.pg_key == key and b.seq == q), None)
-        wave = (key, q, op)
-        evidence.append(
-            f"Every member of {group_label(g)} issued seq {q} ({op or 'collective'}) and none completed it: "
-            f"the collective is stuck in flight (GPU, NCCL or network), with no rank behind on the CPU side."
-        )
 
+def _weigh_stalled(a: Analysis, draft: _Draft) -> None:
+    """Everyone issued it, nobody finished: stuck in flight, with no rank isolated."""
+    if draft.classes or not a.graph.stalled:
+        return
+    (key, q), ranks = max(a.graph.stalled.items(), key=lambda kv: len(kv[1]))
+    op = next((b.op for b in a.graph.blocked if b.pg_key == key and b.seq == q), None)
+    draft.wave = (key, q, op)
+    draft.add(Finding(Kind.STALLED, Role.NOTE, tuple(sorted(ranks)), None, key, q, op))
+
+
+def _weigh_missing_dumps(a: Analysis, draft: _Draft) -> None:
     for r in a.missing_dumps:
-        if r not in suspect_class:
-            suspect_class[r] = "missing_dump"
-            evidence.append(f"Rank {r} is a member of the job's groups but wrote no dump.")
+        if r not in draft.classes:
+            draft.add(Finding(Kind.ABSENT, Role.SUSPECT, (r,), FailureClass.MISSING_DUMP))
 
-    suspects = sorted(suspect_class)
-    victims = sorted(
-        (reaches(graph, set(suspects)) | {b.rank for b in graph.blocked} | explainer.set_aside) - set(suspects)
-    )
-    classes = Counter(suspect_class.values())
-    if suspects:
-        failure_class = min(classes, key=lambda c: (FailureClass(c).priority, -classes[c]))
-    elif graph.stalled:
-        failure_class = "stalled_in_flight"
-    else:
-        failure_class = "healthy"
-    hang = bool(graph.edges or graph.stragglers or graph.stalled or a.missing_dumps)
-    if failure_class == "healthy":
-        verdict_word = "healthy"
-    elif hang:
-        verdict_word = "hang"
-    else:
-        verdict_word = "mismatch"
-    isolated = bool(suspects) and not unresolved_cycle and len(suspects) < max(len(a.dumps.ranks), 1)
-    attribution = "CONTINUE" if isolated else "STOP"
 
+def _failure_class(a: Analysis, classes: dict[int, FailureClass]) -> FailureClass:
+    """The most telling class among the suspects, ties to the commonest."""
+    if classes:
+        counts = Counter(classes.values())
+        return min(counts, key=lambda c: (c.priority, -counts[c]))
+    return FailureClass.STALLED_IN_FLIGHT if a.graph.stalled else FailureClass.HEALTHY
+
+
+def _verdict(a: Analysis, failure_class: FailureClass) -> Verdict:
+    if failure_class == FailureClass.HEALTHY:
+        return Verdict.HEALTHY
+    g = a.graph
+    return Verdict.HANG if g.edges or g.stragglers or g.stalled or a.missing_dumps else Verdict.MISMATCH
+
+
+def diagnose(a: Analysis) -> Diagnosis:
+    """Decide suspects, class, wavefront and findings from the analysis."""
+    draft = _Draft()
+    decisive = _weigh_mismatches(a, draft)
+    set_aside, unresolved = _weigh_hang(a, draft, decisive)
+    _weigh_stalled(a, draft)
+    _weigh_missing_dumps(a, draft)
+
+    suspects = set(draft.classes)
+    blocked = {b.rank for b in a.graph.blocked}
+    victims = tuple(sorted((reaches(a.graph, suspects) | blocked | set_aside) - suspects))
     if victims:
-        evidence.append(
-            f"{len(victims)} rank(s) are blocked waiting, directly or through others: {ranks_text(victims, 24)}."
-        )
+        draft.add(Finding(Kind.WAITING, Role.NOTE, victims))
+    failure_class = _failure_class(a, draft.classes)
+    isolated = bool(suspects) and not unresolved and len(suspects) < max(len(a.dumps.ranks), 1)
     return Diagnosis(
-        verdict=Verdict(verdict_word),
-        failure_class=FailureClass(failure_class),
-        suspect_classes={r: FailureClass(c) for r, c in suspect_class.items()},
-        victims=tuple(victims),
-        attribution=AttributionState(attribution),
-        wave=wave,
-        evidence=tuple(evidence),
+        verdict=_verdict(a, failure_class),
+        failure_class=failure_class,
+        suspect_classes=dict(draft.classes),
+        victims=victims,
+        attribution=AttributionState.CONTINUE if isolated else AttributionState.STOP,
+        wave=draft.wave,
+        findings=tuple(draft.findings),
     )

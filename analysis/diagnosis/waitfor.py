@@ -9,6 +9,7 @@ and ranks stuck on a collective their peers already completed (GPU or network si
 
 from __future__ import annotations
 
+import enum
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -18,11 +19,20 @@ from .. import schema as s
 from ..model.groups import GroupIndex
 from ..model.progress import Progress
 
-NOT_ISSUED = "not_issued"
-BEHIND = "behind"
-NO_DUMP = "no_dump"
-NO_RECORD = "no_record"
-P2P_UNMATCHED = "p2p_unmatched"
+
+class WaitReason(enum.StrEnum):
+    """Why a blocked rank waits on another."""
+
+    NOT_ISSUED = "not_issued"
+    """The other never issued the collective."""
+    BEHIND = "behind"
+    """The other is still stuck at an earlier seq of the group."""
+    NO_DUMP = "no_dump"
+    """The other wrote no dump."""
+    NO_RECORD = "no_record"
+    """The other's dump has no record of the group."""
+    P2P_UNMATCHED = "p2p_unmatched"
+    """The peer never posted the send/recv matching this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +43,7 @@ class WaitEdge:
     blocker: int
     pg_key: str
     seq: int
-    reason: str
+    reason: WaitReason
     op: str | None = None
 
 
@@ -76,7 +86,7 @@ def build_wait_graph(
     graph = WaitGraph()
     for key, group in index.groups.items():
         members = group.ranks
-        at: dict[int, tuple[list[tuple[int, str]], bool]] = {}  # seq -> (who holds it up and why, any done)
+        at: dict[int, tuple[list[tuple[int, WaitReason]], bool]] = {}  # seq -> (who holds it up and why, any done)
         for r in members:
             p = progress.get((key, r))
             if p is None or p.first_pending is None:
@@ -101,22 +111,22 @@ def build_wait_graph(
 
 def _holding_up(
     key: str, members: tuple[int, ...], q: int, progress: dict[tuple[str, int], Progress], have_dump: set[int]
-) -> tuple[list[tuple[int, str]], bool]:
+) -> tuple[list[tuple[int, WaitReason]], bool]:
     """The members a rank blocked at seq ``q`` waits on, with the reason, and whether any
     member completed ``q``. A blocked rank itself never waits on itself: it issued ``q``."""
-    reasons: list[tuple[int, str]] = []
+    reasons: list[tuple[int, WaitReason]] = []
     peer_completed = False
     for other in members:
         if other not in have_dump:
-            reasons.append((other, NO_DUMP))
+            reasons.append((other, WaitReason.NO_DUMP))
             continue
         po = progress.get((key, other))
         if po is None or not po.known:
-            reasons.append((other, NO_RECORD))
+            reasons.append((other, WaitReason.NO_RECORD))
         elif po.enqueued < q:
-            reasons.append((other, NOT_ISSUED))
+            reasons.append((other, WaitReason.NOT_ISSUED))
         elif po.first_pending is not None and po.first_pending < q:
-            reasons.append((other, BEHIND))
+            reasons.append((other, WaitReason.BEHIND))
         elif po.completed is not None and po.completed >= q:
             peer_completed = True
     return reasons, peer_completed
@@ -149,11 +159,11 @@ def _add_p2p_edges(graph: WaitGraph, index: GroupIndex, have_dump: set[int], pen
         blocked = Blocked(rank, key, p2p_seq, op, True, peer)
         graph.blocked.append(blocked)
         if peer not in have_dump:
-            graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, NO_DUMP, op))
+            graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.NO_DUMP, op))
         elif used[k] < posted[k]:
             used[k] += 1
         else:
-            graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, P2P_UNMATCHED, op))
+            graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.P2P_UNMATCHED, op))
 
 
 def strongly_connected(nodes: set[int], out: dict[int, list[WaitEdge]]) -> list[list[int]]:

@@ -7,6 +7,7 @@ from typing import Any
 from ..diagnosis.analysis import Analysis, run_analysis
 from ..diagnosis.verdict import diagnose
 from ..types import DumpSet
+from .evidence import evidence
 from .report import Report, Wavefront
 from .text import summary_sentence
 
@@ -56,7 +57,8 @@ def build_report(a: Analysis) -> Report:
         attribution_state=d.attribution,
         wavefront=wavefront,
         summary=summary,
-        evidence=list(d.evidence),
+        evidence=evidence(d.findings, a.groups),
+        findings=d.findings,
         ranks_loaded=len(a.dumps.ranks),
         missing_dumps=a.missing_dumps,
         file_errors=a.dumps.file_errors,

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..diagnosis.analysis import Analysis
+from ..diagnosis.findings import Finding
 from ..types import AttributionState, FailureClass, FileError, Verdict
 
 SCHEMA = "flightdeck.report/1"
@@ -51,6 +52,8 @@ class Report:
     file_errors: list[FileError]
     process_groups: list[dict[str, Any]]
     suspect_classes: dict[int, FailureClass] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    """What the evidence sentences say, as data."""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     analysis: Analysis | None = field(default=None, repr=False)
     """The intermediate results (groups, progress, wait graph) for views that need them."""

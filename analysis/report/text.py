@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..diagnosis.hang import ranks_text
 from .report import Report, Wavefront
+from .words import rank_list, ranks_text
 
 _CLASS_WORDS = {
     "missing_participant": (
@@ -53,19 +53,13 @@ def summary_sentence(
     return f"{who} {words}{where}{blocked}."
 
 
-def _compact(ranks: list[int], limit: int = 16) -> str:
-    if len(ranks) <= limit:
-        return ", ".join(map(str, ranks))
-    return ", ".join(map(str, ranks[:limit])) + f", ... ({len(ranks)} ranks)"
-
-
 def render_text(report: Report, verbose: bool = False) -> str:
     """Verdict first, then wavefront and suspects, then evidence."""
     lines = [f"VERDICT: {report.verdict.value.upper()} ({report.failure_class.value})", report.summary, ""]
     w = report.wavefront
     rows = [
-        ("suspect ranks", _compact(report.suspect_ranks) or "none isolated"),
-        ("victim ranks", _compact(report.victim_ranks) or "none"),
+        ("suspect ranks", rank_list(report.suspect_ranks) or "none isolated"),
+        ("victim ranks", rank_list(report.victim_ranks) or "none"),
         ("attribution", report.attribution_state.value),
     ]
     if w:
@@ -75,7 +69,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         )
     rows.append(("ranks loaded", str(report.ranks_loaded)))
     if report.missing_dumps:
-        rows.append(("missing dumps", _compact(report.missing_dumps)))
+        rows.append(("missing dumps", rank_list(report.missing_dumps)))
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
     if report.evidence:
@@ -89,7 +83,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         lines += ["", "Per-group frontier (enqueued / completed, min..max over members):"]
         known = [g for g in report.process_groups if g["enqueued_max"] is not None]
         for g in known:
-            lag = f" lagging: {_compact(g['lagging_ranks'], 8)}" if g["lagging_ranks"] else ""
+            lag = f" lagging: {rank_list(g['lagging_ranks'], 8)}" if g["lagging_ranks"] else ""
             lines.append(
                 f"  {g['pg_name']:>6} {g['pg_desc'][:40]:<40} size {g['size']:>5}  "
                 f"enq {g['enqueued_min']}..{g['enqueued_max']}  done {g['completed_min']}..{g['completed_max']}{lag}"

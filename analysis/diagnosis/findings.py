@@ -1,0 +1,92 @@
+"""What the diagnosis found, as data: each finding says what was seen, about which ranks,
+where, and what it makes of them. The words are rendered from these in one place
+(``analysis.report.evidence``), so the command line, the JSON, the dashboard and the
+HTML export say the same thing.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import FailureClass
+
+NEVER = 2**63
+"""A time later than any: for findings whose start is unknown."""
+
+
+class Kind(enum.StrEnum):
+    """What was seen."""
+
+    MISMATCH = "mismatch"
+    """At one (group, seq) some ranks issued something different from what the others did."""
+    UNDECIDED_MISMATCH = "undecided_mismatch"
+    """Ranks differ at one (group, seq) and nothing decides which side is right."""
+    SIZES_DO_NOT_ADD_UP = "sizes_do_not_add_up"
+    """An all_to_all whose rows sent over the group differ from the rows received."""
+    SKIPPED = "skipped"
+    """A rank skipped a collective its peers wait in and went on to a later one."""
+    EXTRA = "extra"
+    """A rank issued a collective no other rank issues; its peers moved on."""
+    STRAGGLER = "straggler"
+    """A rank is stuck inside a collective its peers completed."""
+    NOT_ISSUED = "not_issued"
+    """A rank never issued a collective its peers issued and wait in."""
+    NO_RECORD = "no_record"
+    """A rank has no record of a group whose other members wait."""
+    NO_DUMP = "no_dump"
+    """A rank wrote no dump, and its peers wait for it."""
+    P2P_UNMATCHED = "p2p_unmatched"
+    """A rank never posted the send/recv matching a peer's pending one."""
+    STALLED = "stalled"
+    """Every member issued a collective and none completed it."""
+    ABSENT = "absent"
+    """A member rank of the job's groups wrote no dump (nobody visibly waits on it)."""
+    CYCLE = "cycle"
+    """Ranks wait on each other in a cycle that program order does not break."""
+    CONSEQUENCE = "consequence"
+    """A rank stopped only after a mismatch began: a consequence, not a cause."""
+    PIPELINE_BLOCKED = "pipeline_blocked"
+    """Ranks that stopped together with their whole group, blocked on an unrecorded send/recv."""
+    P2P_INVISIBLE = "p2p_invisible"
+    """A caution: the dumps record no send/recv, so silent ranks may be blocked in one."""
+    WAITING = "waiting"
+    """The ranks blocked waiting, directly or through others."""
+
+
+class Role(enum.StrEnum):
+    """What the finding makes of its ranks."""
+
+    SUSPECT = "suspect"
+    """A cause."""
+    POSSIBLE = "possible"
+    """One of several candidates the dumps cannot tell apart."""
+    CLEARED = "cleared"
+    """A rank that looked like a cause but is explained as a victim."""
+    NOTE = "note"
+    """Context, about no rank in particular or about victims."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing the dumps show, and what it makes of the ranks it names."""
+
+    kind: Kind
+    role: Role
+    ranks: tuple[int, ...]
+    failure_class: FailureClass | None = None
+    pg_key: str | None = None
+    seq: int | None = None
+    op: str | None = None
+    waiters: tuple[int, ...] = ()
+    """The ranks seen waiting because of this finding."""
+    since: int = NEVER
+    """When it began (ns; the earliest pending op waiting on it), for ordering."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Kind-specific facts (a call site, the value each rank issued, where a rank went on to)."""
+
+    @property
+    def rank(self) -> int:
+        """The one rank of a single-rank finding."""
+        return self.ranks[0]

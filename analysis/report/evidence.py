@@ -1,0 +1,163 @@
+"""The findings of a diagnosis in words: one sentence per finding, written here only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import schema as s
+from ..diagnosis.findings import Finding, Kind
+from ..model.groups import GroupIndex
+from .words import group_label, ranks_text
+
+_ATTRIBUTE_WORDS = {s.OP: "op", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call site"}
+
+
+def _called_from(site: str | None) -> str:
+    return f", called from {site}" if site else ""
+
+
+def _differ(f: Finding, where: str) -> str:
+    d = f.detail
+    found = "; ".join(f"rank {r}: {v}" for r, v in list(d["found"].items())[:8])
+    return f"At seq {f.seq} of {where} the {_ATTRIBUTE_WORDS[d['attribute']]} differ: {found}"
+
+
+def _mismatch(f: Finding, where: str) -> str:
+    siblings = f.detail["decided_by"] == "siblings"
+    basis = "the sibling groups with the same description" if siblings else "the majority of the group"
+    return f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
+
+
+def _undecided(f: Finding, where: str) -> str:
+    return f"{_differ(f, where)}, and no majority or sibling group decides which is right."
+
+
+def _skipped(f: Finding, where: str) -> str:
+    desc, seq = f.detail["went_to"]
+    return (
+        f"Rank {f.rank} skipped seq {f.seq} ({f.op or 'collective'}) of {where}: it went on to seq {seq} of a "
+        f"{desc or 'default'} group, which the other ranks issue only after it; {ranks_text(f.waiters)} wait for "
+        "the skipped one."
+    )
+
+
+def _extra(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} issued an extra collective: seq {f.seq} ({f.op or 'collective'}"
+        f"{_called_from(f.detail.get('call_site'))}) of {where}, which no other rank issues; its peers moved on "
+        "to later collectives."
+    )
+
+
+def _straggler(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} is stuck at seq {f.seq} ({f.op or 'collective'}) of {where}, which "
+        f"{ranks_text(f.detail['completed_by'])} already completed: the collective is not progressing on rank "
+        f"{f.rank} itself (its GPU, driver or network path)."
+    )
+
+
+def _not_issued(f: Finding, where: str) -> str:
+    last = f.detail.get("last_seq")
+    last_text = f"its last was seq {last}" if last is not None else "none in the window"
+    verb = "waits" if len(f.waiters) == 1 else "wait"
+    text = (
+        f"Rank {f.rank} never issued seq {f.seq} ({f.op or 'op'}{_called_from(f.detail.get('call_site'))}) of "
+        f"{where} ({last_text}); {ranks_text(f.waiters)} issued it and {verb}."
+    )
+    if f.detail.get("silent"):
+        text += (
+            f" Rank {f.rank} itself waits in no collective: it is stuck before issuing "
+            "(CPU side: compute, data loading, a lock), or blocked in something the dumps do not record."
+        )
+    return text
+
+
+def _no_record(f: Finding, where: str) -> str:
+    return f"Rank {f.rank} has no record of {where} while {ranks_text(f.waiters)} wait at seq {f.seq} ({f.op or 'op'})."
+
+
+def _no_dump(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} wrote no dump (process died or the file is lost); {ranks_text(f.waiters)} wait for it "
+        f"at seq {f.seq} ({f.op or 'op'}) of {where}."
+    )
+
+
+def _p2p_unmatched(f: Finding, where: str) -> str:
+    other = "recv" if f.op == "send" else "send"
+    return (
+        f"Rank {f.rank} never posted the {other} matching {ranks_text(f.waiters)}'s pending {f.op} "
+        f"in {where} (p2p seq {f.seq})."
+    )
+
+
+def _stalled(f: Finding, where: str) -> str:
+    return (
+        f"Every member of {where} issued seq {f.seq} ({f.op or 'collective'}) and none completed it: "
+        "the collective is stuck in flight (GPU, NCCL or network), with no rank behind on the CPU side."
+    )
+
+
+def _absent(f: Finding, where: str) -> str:
+    return f"Rank {f.rank} is a member of the job's groups but wrote no dump."
+
+
+def _cycle(f: Finding, where: str) -> str:
+    return (
+        f"Ranks {', '.join(map(str, f.ranks))} wait on each other in a cycle, and program order does not "
+        "say which of them diverged first."
+    )
+
+
+def _consequence(f: Finding, where: str) -> str:
+    return f"Rank {f.rank} stopped issuing only after the mismatch began; it is taken as a consequence, not a cause."
+
+
+def _pipeline_blocked(f: Finding, where: str) -> str:
+    return (
+        "These dumps record no send/recv (gloo), so point-to-point waits are invisible. "
+        f"{ranks_text(f.ranks).capitalize()} completed everything they issued and stopped together with "
+        "their whole group: most likely blocked in a send/recv with a stuck pipeline peer, not stuck themselves."
+    )
+
+
+def _p2p_invisible(f: Finding, where: str) -> str:
+    return (
+        "These dumps record no send/recv (gloo): a rank that waits in no collective may also be blocked "
+        "in a point-to-point op the dumps cannot show."
+    )
+
+
+def _waiting(f: Finding, where: str) -> str:
+    return f"{len(f.ranks)} rank(s) are blocked waiting, directly or through others: {ranks_text(f.ranks, 24)}."
+
+
+_SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
+    Kind.MISMATCH: _mismatch,
+    Kind.UNDECIDED_MISMATCH: _undecided,
+    Kind.SKIPPED: _skipped,
+    Kind.EXTRA: _extra,
+    Kind.STRAGGLER: _straggler,
+    Kind.NOT_ISSUED: _not_issued,
+    Kind.NO_RECORD: _no_record,
+    Kind.NO_DUMP: _no_dump,
+    Kind.P2P_UNMATCHED: _p2p_unmatched,
+    Kind.STALLED: _stalled,
+    Kind.ABSENT: _absent,
+    Kind.CYCLE: _cycle,
+    Kind.CONSEQUENCE: _consequence,
+    Kind.PIPELINE_BLOCKED: _pipeline_blocked,
+    Kind.P2P_INVISIBLE: _p2p_invisible,
+    Kind.WAITING: _waiting,
+}
+
+
+def sentence(f: Finding, groups: GroupIndex) -> str:
+    """The finding as one or two sentences a user reads."""
+    where = group_label(groups.groups.get(f.pg_key)) if f.pg_key is not None else ""
+    return _SENTENCES[f.kind](f, where)
+
+
+def evidence(findings: tuple[Finding, ...] | list[Finding], groups: GroupIndex) -> list[str]:
+    return [sentence(f, groups) for f in findings]
