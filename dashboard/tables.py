@@ -9,26 +9,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.report.report import Report
-
-
-def compact_ranks(ranks: Sequence[int], limit: int = 12) -> str:
-    """``[0, 1, 2, 3, 7]`` -> ``0-3, 7``; long lists are cut with a count."""
-    ranks = sorted(int(r) for r in ranks)
-    runs: list[str] = []
-    i = 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        runs.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    if len(runs) > limit:
-        return ", ".join(runs[:limit]) + f", … ({len(ranks)} ranks)"
-    return ", ".join(runs)
-
-
-def group_label(name: str, desc: str, size: int) -> str:
-    return f"{name} · {desc or 'no description'} · {size} ranks"
+from analysis.report.words import compact_ranks
 
 
 def progress_table(report: Report, order: Sequence[str] | None = None) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 import analysis
 from analysis.ingest.discover import discover
+from analysis.report.words import group_label
 from analysis.views import drilldown as views
 from analysis.views.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
 from dashboard import confine, figures, html_report, selection, sources, state, tables
@@ -122,7 +123,7 @@ def test_group_picker_in_relevance_order(monkeypatch, samples, report):
     assert picker.value == report.wavefront.pg_key == order[0]
     assert len(picker.options) == len(order)
     groups = report.analysis.groups.groups
-    assert picker.options == [tables.group_label(groups[k].name, groups[k].desc, len(groups[k].ranks)) for k in order]
+    assert picker.options == [group_label(groups[k]) for k in order]
 
 
 def test_heatmap_marks_wavefront_and_suspects(monkeypatch, samples, report):

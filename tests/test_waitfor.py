@@ -17,4 +17,6 @@ def test_every_rank_blocked_in_the_default_group_waits_on_the_one_that_never_iss
     progress[("0", 5)] = Progress(9, 9, None, None, 0)  # rank 5 never issued seq 10
     graph = build_wait_graph(index, progress, set(range(n)), {}, pd.DataFrame())
     assert len(graph.blocked) == n - 1
-    assert {(e.waiter, e.blocker, e.reason) for e in graph.edges} == {(r, 5, WaitReason.NOT_ISSUED) for r in range(n) if r != 5}
+    assert {(e.waiter, e.blocker, e.reason) for e in graph.edges} == {
+        (r, 5, WaitReason.NOT_ISSUED) for r in range(n) if r != 5
+    }

@@ -105,7 +105,7 @@ def _absent(f: Finding, where: str) -> str:
 
 def _cycle(f: Finding, where: str) -> str:
     return (
-        f"Ranks {', '.join(map(str, f.ranks))} wait on each other in a cycle, and program order does not "
+        f"{ranks_text(f.ranks).capitalize()} wait on each other in a cycle, and program order does not "
         "say which of them diverged first."
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .report import Report, Wavefront
-from .words import rank_list, ranks_text
+from .words import compact_ranks, ranks_text
 
 _CLASS_WORDS = {
     "missing_participant": (
@@ -58,8 +58,8 @@ def render_text(report: Report, verbose: bool = False) -> str:
     lines = [f"VERDICT: {report.verdict.value.upper()} ({report.failure_class.value})", report.summary, ""]
     w = report.wavefront
     rows = [
-        ("suspect ranks", rank_list(report.suspect_ranks) or "none isolated"),
-        ("victim ranks", rank_list(report.victim_ranks) or "none"),
+        ("suspect ranks", compact_ranks(report.suspect_ranks) or "none isolated"),
+        ("victim ranks", compact_ranks(report.victim_ranks) or "none"),
         ("attribution", report.attribution_state.value),
     ]
     if w:
@@ -69,7 +69,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         )
     rows.append(("ranks loaded", str(report.ranks_loaded)))
     if report.missing_dumps:
-        rows.append(("missing dumps", rank_list(report.missing_dumps)))
+        rows.append(("missing dumps", compact_ranks(report.missing_dumps)))
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
     if report.evidence:
@@ -83,7 +83,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         lines += ["", "Per-group frontier (enqueued / completed, min..max over members):"]
         known = [g for g in report.process_groups if g["enqueued_max"] is not None]
         for g in known:
-            lag = f" lagging: {rank_list(g['lagging_ranks'], 8)}" if g["lagging_ranks"] else ""
+            lag = f" lagging: {compact_ranks(g['lagging_ranks'], 8)}" if g["lagging_ranks"] else ""
             lines.append(
                 f"  {g['pg_name']:>6} {g['pg_desc'][:40]:<40} size {g['size']:>5}  "
                 f"enq {g['enqueued_min']}..{g['enqueued_max']}  done {g['completed_min']}..{g['completed_max']}{lag}"

@@ -12,29 +12,31 @@ class _Group(Protocol):
     ranks: tuple[int, ...]
 
 
+def compact_ranks(ranks: Sequence[int], limit: int = 12) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``0-3, 7``; past ``limit`` runs the list is cut with a count."""
+    ranks = sorted(int(r) for r in ranks)
+    runs: list[str] = []
+    i = 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        runs.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    if len(runs) > limit:
+        return ", ".join(runs[:limit]) + f", … ({len(ranks)} ranks)"
+    return ", ".join(runs)
+
+
+def ranks_text(ranks: Sequence[int], limit: int = 12) -> str:
+    """``rank 5``, ``ranks 0-3, 7``: ranks as a sentence names them."""
+    if not len(ranks):
+        return "no rank"
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {compact_ranks(ranks, limit)}"
+
+
 def group_label(g: _Group | None) -> str:
-    """``group 3 (tensor_parallel, ranks [4, 5])``: a group as sentences name it."""
+    """``group 3 (tensor_parallel, ranks 4-5)``: a group as sentences and pickers name it."""
     if g is None:
         return "an unknown group"
-    ranks = list(g.ranks)
-    shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
-    return f"group {g.name} ({g.desc or 'no description'}, ranks [{shown}])"
-
-
-def ranks_text(ranks: Sequence[int], limit: int = 8) -> str:
-    """``ranks 0, 1 and 3 more``: ranks as a sentence names them."""
-    ranks = list(ranks)
-    if not ranks:
-        return "no rank"
-    word = "rank" if len(ranks) == 1 else "ranks"
-    shown = ", ".join(map(str, ranks[:limit]))
-    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
-    return f"{word} {shown}{more}"
-
-
-def rank_list(ranks: Sequence[int], limit: int = 16) -> str:
-    """``0, 1, 2, ... (40 ranks)``: ranks as a table cell shows them."""
-    ranks = list(ranks)
-    if len(ranks) <= limit:
-        return ", ".join(map(str, ranks))
-    return ", ".join(map(str, ranks[:limit])) + f", ... ({len(ranks)} ranks)"
+    return f"group {g.name} ({g.desc or 'no description'}, ranks {compact_ranks(g.ranks, 8)})"

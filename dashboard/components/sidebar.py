@@ -12,6 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from analysis.report.words import group_label
+
 from .. import confine, state
 from ..sources import (
     Args,
@@ -22,7 +24,6 @@ from ..sources import (
     sweep_stale_uploads,
     write_uploads,
 )
-from ..tables import group_label
 from .text import md_escape
 
 log = logging.getLogger(__name__)
@@ -211,4 +212,4 @@ def group_picker(labels: dict[str, str], order: list[str]) -> str:
 
 def group_labels(report) -> dict[str, str]:
     groups = report.analysis.groups.groups if report.analysis is not None else {}
-    return {k: group_label(g.name, g.desc, len(g.ranks)) for k, g in groups.items()}
+    return {k: group_label(g) for k, g in groups.items()}
