@@ -49,6 +49,7 @@ ENTRY_SCHEMA = pa.schema(
         (PROFILING_NAME, _dict_str),
         (OP, _dict_str),
         (INPUT_SIZES, _dict_str),
+        (OUTPUT_SIZES, _dict_str),
         (INPUT_DTYPES, _dict_str),
         (STATE, _dict_str),
         (RETIRED, pa.bool_()),

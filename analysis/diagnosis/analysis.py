@@ -15,6 +15,7 @@ from ..model.progress import Progress, compute_progress
 from ..model.world import complete_inferred_groups, estimate_world
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
+from .exchange import Imbalance, find_imbalances
 from .mismatch import Mismatch, find_mismatches
 from .waitfor import WaitGraph, build_wait_graph
 
@@ -28,6 +29,7 @@ class Analysis:
     progress: dict[tuple[str, int], Progress]
     cells: pd.DataFrame
     mismatches: list[Mismatch]
+    imbalances: list[Imbalance]
     graph: WaitGraph
     missing_dumps: list[int]
     _rank_rows: dict[str, RankRows] = field(default_factory=dict, repr=False)
@@ -64,4 +66,5 @@ def run_analysis(dumps: DumpSet) -> Analysis:
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
     }
     graph = build_wait_graph(index, progress, have_dump, pending_ops, pending_p2p(dumps, index))
-    return Analysis(dumps, index, progress, cells, mismatches, graph, missing)
+    imbalances = find_imbalances(cells, dumps.entries, index)
+    return Analysis(dumps, index, progress, cells, mismatches, imbalances, graph, missing)

@@ -8,7 +8,7 @@ graph, explained), then a collective stuck on every member, then ranks without a
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .. import schema as s
 from ..model.cells import created_ns
@@ -36,6 +36,8 @@ class Diagnosis:
     wave: Wave | None
     findings: tuple[Finding, ...]
     """Everything the verdict rests on, in the order a reader should see it."""
+    possible: dict[int, Finding] = field(default_factory=dict)
+    """Ranks that may be a cause, which the dumps cannot tell apart from others, with the finding why."""
 
     @property
     def suspects(self) -> list[int]:
@@ -47,6 +49,7 @@ class _Draft:
 
     def __init__(self) -> None:
         self.classes: dict[int, FailureClass] = {}
+        self.possible: dict[int, Finding] = {}
         self.wave: Wave | None = None
         self.findings: list[Finding] = []
 
@@ -55,6 +58,9 @@ class _Draft:
         if f.role == Role.SUSPECT and f.failure_class is not None:
             for r in f.ranks:
                 self.classes.setdefault(r, f.failure_class)
+        if f.role == Role.POSSIBLE:
+            for r in f.ranks:
+                self.possible.setdefault(r, f)
         if self.wave is None and wave is not None:
             self.wave = wave
 
@@ -93,6 +99,16 @@ def _weigh_mismatches(a: Analysis, draft: _Draft) -> list[Mismatch]:
     return decisive
 
 
+def _weigh_exchanges(a: Analysis, draft: _Draft) -> None:
+    """All-to-all exchanges that do not add up: a size mismatch no single rank can be named for."""
+    for imb in a.imbalances:
+        detail = {"sent": imb.sent, "received": imb.received}
+        f = Finding(
+            Kind.SIZES_DO_NOT_ADD_UP, Role.POSSIBLE, imb.ranks, FailureClass.SIZE_MISMATCH, imb.pg_key, imb.seq, imb.op
+        )
+        draft.add(replace(f, detail=detail), (imb.pg_key, imb.seq, imb.op))
+
+
 def _weigh_hang(a: Analysis, draft: _Draft, decisive: list[Mismatch]) -> tuple[frozenset[int], bool]:
     """The roots of the wait-for graph, explained; returns the ranks set aside and whether a cycle stayed."""
     members = {r for m in decisive for r in a.groups.groups[m.pg_key].ranks}
@@ -121,11 +137,15 @@ def _weigh_missing_dumps(a: Analysis, draft: _Draft) -> None:
             draft.add(Finding(Kind.ABSENT, Role.SUSPECT, (r,), FailureClass.MISSING_DUMP))
 
 
-def _failure_class(a: Analysis, classes: dict[int, FailureClass]) -> FailureClass:
-    """The most telling class among the suspects, ties to the commonest."""
-    if classes:
-        counts = Counter(classes.values())
+def _failure_class(a: Analysis, draft: _Draft) -> FailureClass:
+    """The most telling class among the suspects, ties to the commonest; else among the
+    findings that name no rank for sure."""
+    if draft.classes:
+        counts = Counter(draft.classes.values())
         return min(counts, key=lambda c: (c.priority, -counts[c]))
+    undecided = [f.failure_class for f in draft.findings if f.role == Role.POSSIBLE and f.failure_class]
+    if undecided:
+        return min(undecided, key=lambda c: c.priority)
     return FailureClass.STALLED_IN_FLIGHT if a.graph.stalled else FailureClass.HEALTHY
 
 
@@ -140,6 +160,7 @@ def diagnose(a: Analysis) -> Diagnosis:
     """Decide suspects, class, wavefront and findings from the analysis."""
     draft = _Draft()
     decisive = _weigh_mismatches(a, draft)
+    _weigh_exchanges(a, draft)
     set_aside, unresolved = _weigh_hang(a, draft, decisive)
     _weigh_stalled(a, draft)
     _weigh_missing_dumps(a, draft)
@@ -149,7 +170,7 @@ def diagnose(a: Analysis) -> Diagnosis:
     victims = tuple(sorted((reaches(a.graph, suspects) | blocked | set_aside) - suspects))
     if victims:
         draft.add(Finding(Kind.WAITING, Role.NOTE, victims))
-    failure_class = _failure_class(a, draft.classes)
+    failure_class = _failure_class(a, draft)
     isolated = bool(suspects) and not unresolved and len(suspects) < max(len(a.dumps.ranks), 1)
     return Diagnosis(
         verdict=_verdict(a, failure_class),
@@ -159,4 +180,5 @@ def diagnose(a: Analysis) -> Diagnosis:
         attribution=AttributionState.CONTINUE if isolated else AttributionState.STOP,
         wave=draft.wave,
         findings=tuple(draft.findings),
+        possible={r: f for r, f in draft.possible.items() if r not in draft.classes},
     )

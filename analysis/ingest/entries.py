@@ -51,6 +51,7 @@ def entries_table(rank: int, fields: EntryFields, limits: Limits, stacks: Stacks
     is_p2p = flag_array(*fields.groups("is_p2p"), "is_p2p", nullable=True) | (src >= 0)
 
     in_codes, in_texts = shape_codes(*fields.groups("input_sizes", []), "input_sizes", limits)
+    out_codes, out_texts = shape_codes(*fields.groups("output_sizes", []), "output_sizes", limits)
     dt_codes, dt_texts = dtype_codes(*fields.groups("input_dtypes", []), "input_dtypes")
     stack_ids, sites = stacks.encode(*fields.stacks())
 
@@ -67,6 +68,7 @@ def entries_table(rank: int, fields: EntryFields, limits: Limits, stacks: Stacks
         s.PROFILING_NAME: dict_array(name_codes, names),
         s.OP: dict_array(name_codes, [p[0] for p in parsed]),
         s.INPUT_SIZES: dict_array(in_codes, in_texts),
+        s.OUTPUT_SIZES: dict_array(out_codes, out_texts),
         s.INPUT_DTYPES: dict_array(dt_codes, dt_texts),
         s.STATE: dict_array(state_codes, states),
         s.RETIRED: pa.array(retired),

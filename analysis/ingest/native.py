@@ -26,7 +26,16 @@ except ImportError:  # not built: every file takes the full path
     _frscan = None
 
 _INT_FIELDS = ("record_id", s.PG_ID, s.SEQ, s.P2P_SEQ, "time_created_ns")
-_GROUP_FIELDS = ("process_group", "profiling_name", "state", "retired", "is_p2p", "input_sizes", "input_dtypes")
+_GROUP_FIELDS = (
+    "process_group",
+    "profiling_name",
+    "state",
+    "retired",
+    "is_p2p",
+    "input_sizes",
+    "output_sizes",
+    "input_dtypes",
+)
 _SPEC = (
     *((key, "int") for key in _INT_FIELDS),
     *((key, "group") for key in _GROUP_FIELDS),

@@ -7,7 +7,7 @@ from typing import Any
 from ..diagnosis.analysis import Analysis, run_analysis
 from ..diagnosis.verdict import diagnose
 from ..types import DumpSet
-from .evidence import evidence
+from .evidence import evidence, reason
 from .report import Report, Wavefront
 from .text import summary_sentence
 
@@ -59,6 +59,7 @@ def build_report(a: Analysis) -> Report:
         summary=summary,
         evidence=evidence(d.findings, a.groups),
         findings=d.findings,
+        possible_ranks=[{"rank": r, "reason": reason(f, a.groups)} for r, f in sorted(d.possible.items())],
         ranks_loaded=len(a.dumps.ranks),
         missing_dumps=a.missing_dumps,
         file_errors=a.dumps.file_errors,

@@ -92,6 +92,15 @@ def _p2p_unmatched(f: Finding, where: str) -> str:
     )
 
 
+def _sizes_do_not_add_up(f: Finding, where: str) -> str:
+    d = f.detail
+    return (
+        f"At seq {f.seq} of {where} the {f.op or 'all_to_all'} does not add up: over the group the ranks send "
+        f"{d['sent']} elements and expect to receive {d['received']}, so some rank's split sizes disagree with its "
+        "peers'. Flight Recorder records each rank's totals, not its splits: the sizes cannot tell which rank."
+    )
+
+
 def _stalled(f: Finding, where: str) -> str:
     return (
         f"Every member of {where} issued seq {f.seq} ({f.op or 'collective'}) and none completed it: "
@@ -144,6 +153,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.NO_DUMP: _no_dump,
     Kind.P2P_UNMATCHED: _p2p_unmatched,
     Kind.STALLED: _stalled,
+    Kind.SIZES_DO_NOT_ADD_UP: _sizes_do_not_add_up,
     Kind.ABSENT: _absent,
     Kind.CYCLE: _cycle,
     Kind.CONSEQUENCE: _consequence,
@@ -161,3 +171,18 @@ def sentence(f: Finding, groups: GroupIndex) -> str:
 
 def evidence(findings: tuple[Finding, ...] | list[Finding], groups: GroupIndex) -> list[str]:
     return [sentence(f, groups) for f in findings]
+
+
+_REASONS: dict[Kind, Callable[[Finding, str], str]] = {
+    Kind.SIZES_DO_NOT_ADD_UP: lambda f, where: (
+        f"a member of {where}, whose {f.op or 'all_to_all'} at seq {f.seq} does not add up; the sizes cannot tell "
+        "which member's splits are wrong"
+    ),
+}
+
+
+def reason(f: Finding, groups: GroupIndex) -> str:
+    """Why a rank is possible, not sure: a short clause for the report's ``possible_ranks``."""
+    where = group_label(groups.groups.get(f.pg_key)) if f.pg_key is not None else ""
+    render = _REASONS.get(f.kind)
+    return render(f, where) if render else sentence(f, groups)

@@ -54,6 +54,8 @@ class Report:
     suspect_classes: dict[int, FailureClass] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
     """What the evidence sentences say, as data."""
+    possible_ranks: list[dict[str, Any]] = field(default_factory=list)
+    """Ranks the dumps cannot clear nor blame for sure: ``{"rank", "reason"}`` each."""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     analysis: Analysis | None = field(default=None, repr=False)
     """The intermediate results (groups, progress, wait graph) for views that need them."""
@@ -65,6 +67,7 @@ class Report:
             "failure_class": self.failure_class.value,
             "suspect_ranks": list(self.suspect_ranks),
             "victim_ranks": list(self.victim_ranks),
+            "possible_ranks": [dict(p) for p in self.possible_ranks],
             "attribution_state": self.attribution_state.value,
             "wavefront": self.wavefront.to_dict() if self.wavefront else None,
             "summary": self.summary,

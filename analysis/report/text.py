@@ -59,6 +59,11 @@ def render_text(report: Report, verbose: bool = False) -> str:
     w = report.wavefront
     rows = [
         ("suspect ranks", compact_ranks(report.suspect_ranks) or "none isolated"),
+        *(
+            [("possible ranks", compact_ranks([p["rank"] for p in report.possible_ranks]))]
+            if report.possible_ranks
+            else []
+        ),
         ("victim ranks", compact_ranks(report.victim_ranks) or "none"),
         ("attribution", report.attribution_state.value),
     ]
