@@ -104,6 +104,37 @@ def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismat
     return found
 
 
+HISTORY = 4
+"""Preceding seqs a sibling group must have issued alike to vote on a tie."""
+_HISTORY_COLUMNS = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES)
+
+
+def _histories(cells: pd.DataFrame, keys: list[str], seq: int) -> dict[str, dict[int, tuple[str, ...]]]:
+    """What each group issued at the ``HISTORY`` seqs before ``seq``: (op, sizes, dtypes) per seq,
+    as most of its members issued it."""
+    near = cells.loc[cells[s.SEQ].between(seq - HISTORY, seq - 1) & cells[s.PG_KEY].isin(keys)]
+    values = near[[s.PG_KEY, s.SEQ, *_HISTORY_COLUMNS]].astype(str)
+    out: dict[str, dict[int, tuple[str, ...]]] = {}
+    counts = Counter(map(tuple, values.itertuples(index=False)))
+    for (key, q, *value), _ in counts.most_common()[::-1]:  # the commonest value of a (group, seq) wins
+        out.setdefault(key, {})[int(q)] = tuple(value)
+    return out
+
+
+def comparable_siblings(key: str, seq: int, siblings: list[str], cells: pd.DataFrame) -> list[str]:
+    """The sibling groups that issued what ``key`` issued at the seqs before ``seq``.
+
+    Sibling groups share a description, not a place in the program: TP groups of different
+    pipeline stages run different layers, so at one seq their ops differ for all of them.
+    Only siblings whose recent history matches are at the same point and may vote.
+    """
+    history = _histories(cells, [key, *siblings], seq)
+    mine = history.get(key, {})
+    if not mine:
+        return []
+    return [k for k in siblings if (theirs := history.get(k)) and all(theirs.get(q) == v for q, v in mine.items())]
+
+
 def _odd_ones(
     key: str,
     seq: int,
@@ -117,12 +148,13 @@ def _odd_ones(
     decided_by = "majority"
     expected: str | None = ranked[0][0]
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        # A tie: let the sibling groups (same description, same seq) vote.
+        # A tie: let the sibling groups at the same point of the program vote.
         desc = desc_of.get(key, "")
         siblings = [k for k, d in desc_of.items() if d == desc and k != key and desc]
         votes: Counter = Counter()
-        if siblings:
-            sib = cells.loc[(cells[s.SEQ] == seq) & cells[s.PG_KEY].isin(siblings), attribute]
+        voters = comparable_siblings(key, seq, siblings, cells) if siblings else []
+        if voters:
+            sib = cells.loc[(cells[s.SEQ] == seq) & cells[s.PG_KEY].isin(voters), attribute]
             votes = Counter(str(v) for v in sib)
         tied = sorted((v for v, c in ranked if c == ranked[0][1]), key=lambda v: -votes.get(v, 0))
         if votes.get(tied[0], 0) == votes.get(tied[1], 0):

@@ -80,7 +80,7 @@ def _mismatch_finding(m: Mismatch) -> Finding:
     detail = {"attribute": m.attribute, "found": m.found, "expected": m.expected, "decided_by": m.decided_by}
     if m.decisive:
         return Finding(Kind.MISMATCH, Role.SUSPECT, m.odd_ranks, m.failure_class, m.pg_key, m.seq, detail=detail)
-    return Finding(Kind.UNDECIDED_MISMATCH, Role.NOTE, m.odd_ranks, None, m.pg_key, m.seq, detail=detail)
+    return Finding(Kind.UNDECIDED_MISMATCH, Role.POSSIBLE, m.odd_ranks, m.failure_class, m.pg_key, m.seq, detail=detail)
 
 
 def _weigh_mismatches(a: Analysis, draft: _Draft) -> list[Mismatch]:

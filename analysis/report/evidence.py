@@ -174,6 +174,10 @@ def evidence(findings: tuple[Finding, ...] | list[Finding], groups: GroupIndex) 
 
 
 _REASONS: dict[Kind, Callable[[Finding, str], str]] = {
+    Kind.UNDECIDED_MISMATCH: lambda f, where: (
+        f"its {_ATTRIBUTE_WORDS[f.detail['attribute']]} at seq {f.seq} of {where} differ from its peers', and no "
+        "majority or sibling group at the same point of the program decides which side is right"
+    ),
     Kind.SIZES_DO_NOT_ADD_UP: lambda f, where: (
         f"a member of {where}, whose {f.op or 'all_to_all'} at seq {f.seq} does not add up; the sizes cannot tell "
         "which member's splits are wrong"
