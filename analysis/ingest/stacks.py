@@ -14,11 +14,21 @@ from .values import describe, dict_array
 _TORCH_INTERNAL = ("/torch/", "c10d_logger.py")
 
 
+def _file_of(line: str) -> str:
+    """The file of a ``file:line in name`` frame line, with forward slashes."""
+    return line.split(" in ", 1)[0].rsplit(":", 1)[0].replace("\\", "/")
+
+
 def call_site(frame_lines: list[str]) -> str:
-    """The innermost frame outside torch itself: where the user's code called."""
-    for line in frame_lines:
-        path = line.replace("\\", "/")
-        if not any(marker in path for marker in _TORCH_INTERNAL):
+    """Where the user's code called: the innermost Python frame outside torch itself.
+
+    Stacks recorded with C++ frames (``TORCH_FR_CPP_STACK=1``) interleave C++ frames
+    (``??``, ``Ops.cpp``, the interpreter's ``ceval.c``) with the Python ones; those
+    are the same for every collective of a kind, so they are never a call site.
+    """
+    python = [line for line in frame_lines if _file_of(line).endswith(".py")]
+    for line in python or frame_lines:
+        if not any(marker in _file_of(line) for marker in _TORCH_INTERNAL):
             return line
     return frame_lines[-1] if frame_lines else ""
 
