@@ -81,7 +81,8 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     for e in sorted(w.into.get(rank, []), key=lambda e: e.seq):
         if e.reason != WaitReason.NOT_ISSUED:
             continue
-        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq))
+        waiters = w.waiters_at(rank, e.pg_key, e.seq)
+        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq), set(waiters))
         if went_to is not None:
             return Finding(
                 Kind.SKIPPED,
@@ -91,7 +92,7 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
                 e.pg_key,
                 e.seq,
                 e.op,
-                waiters=w.waiters_at(rank, e.pg_key, e.seq),
+                waiters=waiters,
                 since=w.since([e]),
                 detail={"went_to": went_to},
             )

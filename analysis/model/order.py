@@ -84,10 +84,15 @@ class ProgramOrder:
         """The rank's newest collectives, newest first."""
         return [t for _, t in reversed(self._history(rank)[-n:])]
 
-    def skipped_to(self, rank: int, missing: Token) -> Token | None:
-        """A collective ``rank`` issued that the program runs after ``missing``, if any."""
+    def skipped_to(self, rank: int, missing: Token, waiters: set[int] | frozenset[int] = frozenset()) -> Token | None:
+        """A collective ``rank`` issued that the program runs after ``missing``, if any.
+
+        ``waiters`` are the ranks blocked at ``missing``: whatever they issued came before
+        it in their program, so it cannot show that ``rank`` went past ``missing`` (a rank
+        that completed the same collectives as everyone else has skipped nothing).
+        """
         for token in self.recent(rank):
-            if token != missing and self.before(missing, token) > 0:
+            if token != missing and not (self.issuers(token) & waiters) and self.before(missing, token) > 0:
                 return token
         return None
 
