@@ -5,17 +5,25 @@ Two things the dumps cannot show directly make victims look like roots:
 - a hang that began after a mismatch: a rank that stopped issuing only after the
   mismatch was issued is waiting on its consequences;
 - in gloo dumps (no send/recv recorded), a rank blocked in a send/recv with a stuck
-  pipeline peer waits in no recorded collective, like a stuck rank. A CPU-side stall
-  strikes one process; a whole group that stopped cleanly together, every member at
-  the same point and none waiting in a collective, is blocked on a pipeline peer.
+  pipeline peer waits in no recorded collective, like a stuck rank. What tells them
+  apart is the group a rank moves in step with (its tensor-parallel group, in
+  Megatron-style jobs: the group it issues the most collectives in). Its members share
+  their pipeline stage and their pipeline neighbours' fate, so a pipeline wait stops
+  them all at the same point, while a CPU-side stall strikes one process: a rank whose
+  step-mates went on without it is stuck itself; a rank that stopped at the same point
+  as every step-mate, none of them waiting in a collective, is blocked on a pipeline
+  peer (when the dumps list pipeline groups, only if a pipeline peer is itself stuck
+  or waiting).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+
+from ..model.groups import ProcessGroup
 from ..types import FailureClass
 from .analysis import Analysis
 from .findings import Finding, Kind, Role
-from .waitfor import WaitEdge
 
 
 def _silent(f: Finding, blocked_ranks: set[int]) -> bool:
@@ -23,9 +31,49 @@ def _silent(f: Finding, blocked_ranks: set[int]) -> bool:
     return f.failure_class == FailureClass.MISSING_PARTICIPANT and f.rank not in blocked_ranks
 
 
+class _Steps:
+    """Each rank's step-mates and pipeline peers, and who is silent."""
+
+    def __init__(self, a: Analysis, blocked_ranks: set[int]) -> None:
+        self.a = a
+        self.world = max((len(g.ranks) for g in a.groups.groups.values()), default=0)
+        self.groups_of: dict[int, list[ProcessGroup]] = defaultdict(list)
+        for g in a.groups.groups.values():
+            if 2 <= len(g.ranks) < self.world:
+                for r in g.ranks:
+                    self.groups_of[r].append(g)
+        have_dump = set(a.dumps.ranks)
+        self.silent = have_dump - blocked_ranks
+
+    def issued(self, g: ProcessGroup, rank: int) -> int:
+        p = self.a.progress.get((g.key, rank))
+        return -1 if p is None or p.enqueued is None else p.enqueued
+
+    def step_group(self, rank: int) -> ProcessGroup | None:
+        """The group ``rank`` issued the most collectives in (ties: the smaller group)."""
+        busy = [g for g in self.groups_of[rank] if self.issued(g, rank) >= 0]
+        return max(busy, key=lambda g: (self.issued(g, rank), -len(g.ranks)), default=None)
+
+    def pipeline_peers(self, rank: int) -> set[int]:
+        """Members of ``rank``'s groups that carry no recorded collective: pipeline groups
+        as pg_config lists them (gloo records no send/recv in them)."""
+        quiet = [g for g in self.groups_of[rank] if all(self.issued(g, r) < 0 for r in g.ranks)]
+        return {r for g in quiet for r in g.ranks if r != rank}
+
+    def stopped_together(self, rank: int, causes: set[int]) -> bool:
+        """``rank`` stopped at the same point as every step-mate, none waiting in a collective,
+        and a pipeline peer (where the dumps name them) is stuck or waiting."""
+        g = self.step_group(rank)
+        if g is None or not set(g.ranks) <= self.silent:
+            return False
+        if len({self.issued(g, r) for r in g.ranks}) != 1:
+            return False
+        peers = self.pipeline_peers(rank)
+        return not peers or any(p in causes or p not in self.silent for p in peers)
+
+
 def drop_consequences(
     a: Analysis,
-    into: dict[int, list[WaitEdge]],
     blocked_ranks: set[int],
     findings: list[Finding],
     mismatch_since: int | None,
@@ -43,27 +91,12 @@ def drop_consequences(
         kept.append(f)
     if a.records_p2p:
         return kept, notes
-    roots = {k.rank for k in kept}
-    clean = [f for f in kept if _silent(f, blocked_ranks) and _stopped_cleanly(a, into, blocked_ranks, f.rank, roots)]
+    steps = _Steps(a, blocked_ranks)
+    causes = {f.rank for f in kept}
+    clean = [f for f in kept if _silent(f, blocked_ranks) and steps.stopped_together(f.rank, causes)]
     if clean and (len(clean) < len(kept) or mismatch_since is not None):
         notes.append(Finding(Kind.PIPELINE_BLOCKED, Role.CLEARED, tuple(sorted(f.rank for f in clean))))
         kept = [f for f in kept if f not in clean]
     elif any(_silent(f, blocked_ranks) for f in kept):
         notes.append(Finding(Kind.P2P_INVISIBLE, Role.NOTE, ()))
     return kept, notes
-
-
-def _stopped_cleanly(
-    a: Analysis, into: dict[int, list[WaitEdge]], blocked_ranks: set[int], rank: int, roots: set[int]
-) -> bool:
-    """Some group of ``rank`` (not the whole world) stopped at one point, all silent roots."""
-    world = len(a.dumps.ranks)
-    for g in a.groups.groups.values():
-        if rank not in g.ranks or len(g.ranks) < 2 or len(g.ranks) >= world:
-            continue
-        positions = {a.progress[(g.key, r)].enqueued for r in g.ranks if (g.key, r) in a.progress}
-        all_silent = all(r in roots and r not in blocked_ranks for r in g.ranks)
-        waited_here = any(e.pg_key == g.key for e in into.get(rank, []))
-        if all_silent and len(positions) == 1 and not waited_here:
-            return True
-    return False

@@ -197,6 +197,6 @@ def explain_hang(
         found, comp_notes = _component(w, order, comp)
         findings += found
         notes += comp_notes
-    kept, dropped = drop_consequences(a, w.into, w.blocked_ranks, findings, mismatch_since, mismatch_members)
+    kept, dropped = drop_consequences(a, w.blocked_ranks, findings, mismatch_since, mismatch_members)
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))
