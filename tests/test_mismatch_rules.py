@@ -1,0 +1,87 @@
+"""The mismatch rules on hand-made cells: majority, sibling votes, and when siblings may vote."""
+
+from __future__ import annotations
+
+from cellmaker import make_cells
+
+from analysis.diagnosis.mismatch import comparable_siblings, find_mismatches
+from analysis.types import FailureClass
+
+
+def _pairs(history: dict[str, list[str]], at_seq: dict[str, dict[int, str]]) -> list[dict]:
+    """Two-rank groups: ``history[key]`` is the op each seq before the last; ``at_seq[key]`` what
+    each of the group's two ranks issued at the last seq."""
+    rows = []
+    for g, (key, ops) in enumerate(history.items()):
+        for q, op in enumerate(ops):
+            rows += [{"pg_key": key, "rank": 2 * g + i, "seq": q, "op": op} for i in (0, 1)]
+        last = len(ops)
+        rows += [{"pg_key": key, "rank": 2 * g + i, "seq": last, "op": at_seq[key][i]} for i in (0, 1)]
+    return rows
+
+
+def test_majority_names_the_odd_rank() -> None:
+    rows = [{"pg_key": "1", "rank": r, "seq": 5, "sizes": "[[4]]"} for r in range(3)]
+    rows.append({"pg_key": "1", "rank": 3, "seq": 5, "sizes": "[[0]]"})
+    (m,) = find_mismatches(make_cells(rows), {"1": "tp"})
+    assert (m.odd_ranks, m.failure_class, m.expected, m.decided_by) == (
+        (3,),
+        FailureClass.SIZE_MISMATCH,
+        "[[4]]",
+        "majority",
+    )
+
+
+def test_a_tie_in_a_pair_is_decided_by_siblings_at_the_same_point() -> None:
+    history = {"1": ["all_gather", "all_reduce"], "2": ["all_gather", "all_reduce"], "3": ["all_gather", "all_reduce"]}
+    at = {
+        "1": {0: "all_reduce", 1: "broadcast"},
+        "2": {0: "all_reduce", 1: "all_reduce"},
+        "3": {0: "all_reduce", 1: "all_reduce"},
+    }
+    cells = make_cells(_pairs(history, at))
+    (m,) = find_mismatches(cells, {k: "tp" for k in history})
+    assert m.odd_ranks == (1,)
+    assert m.decided_by == "siblings"
+
+
+def test_siblings_at_another_point_of_the_program_do_not_vote() -> None:
+    """Siblings in another pipeline stage issue other ops before the tie: the pair stays undecided."""
+    history = {"1": ["all_gather", "all_reduce"], "2": ["broadcast", "all_gather"], "3": ["broadcast", "all_gather"]}
+    at = {
+        "1": {0: "all_reduce", 1: "broadcast"},
+        "2": {0: "broadcast", 1: "broadcast"},
+        "3": {0: "broadcast", 1: "broadcast"},
+    }
+    cells = make_cells(_pairs(history, at))
+    assert comparable_siblings("1", 2, ["2", "3"], cells) == []
+    (m,) = find_mismatches(cells, {k: "tp" for k in history})
+    assert m.expected is None and not m.decisive
+    assert m.odd_ranks == (0, 1)
+
+
+def test_only_matching_siblings_vote() -> None:
+    """One sibling shares the history and votes for rank 0's op; two others, elsewhere in the
+    program, would have outvoted it."""
+    history = {
+        "1": ["all_gather", "all_reduce"],
+        "2": ["all_gather", "all_reduce"],
+        "3": ["broadcast", "all_gather"],
+        "4": ["broadcast", "all_gather"],
+    }
+    at = {
+        "1": {0: "all_reduce", 1: "broadcast"},
+        "2": {0: "all_reduce", 1: "all_reduce"},
+        "3": {0: "broadcast", 1: "broadcast"},
+        "4": {0: "broadcast", 1: "broadcast"},
+    }
+    cells = make_cells(_pairs(history, at))
+    assert comparable_siblings("1", 2, ["2", "3", "4"], cells) == ["2"]
+    m = next(m for m in find_mismatches(cells, {k: "tp" for k in history}) if m.pg_key == "1")
+    assert m.odd_ranks == (1,)
+    assert m.expected == "all_reduce"
+
+
+def test_sizes_of_ops_whose_sizes_vary_are_not_compared() -> None:
+    rows = [{"pg_key": "1", "rank": r, "seq": 0, "op": "all_to_all", "sizes": f"[[{r + 1},4]]"} for r in range(4)]
+    assert find_mismatches(make_cells(rows), {"1": "ep"}) == []
