@@ -650,7 +650,8 @@ def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
         data, dump = _take_dump(ctx.plan)
         ctx.log(f"dumped in {time.time() - t0:.2f}s")
         summary = ctx.state_dir / f"summary_{ctx.rank}.json"
-        summary.write_text(json.dumps(_summarize(dump)))
+        extra = getattr(ctx, "extra_summary", None)  # a rank body may add its own facts
+        summary.write_text(json.dumps({**_summarize(dump), **(extra() if extra else {})}))
         name = dump_file_name(ctx.plan, ctx.rank)
         tmp = ctx.out_dir / f".{name}.tmp"
         tmp.write_bytes(data)
