@@ -17,16 +17,25 @@ _MISSING = re.compile(r"missing ranks: \{([\d,\s]*)\}")
 _CULPRIT = re.compile(r"Culprit rank (\d+)")
 
 
-def command(dump_dir: str, python: str = sys.executable) -> list[str]:
-    """fr_trace over a dump directory; -p gives the file-name prefix before the rank."""
-    return [
+def command(
+    dump_dir: str, python: str = sys.executable, prefix: str = FILE_PREFIX, allow_incomplete: bool = False
+) -> list[str]:
+    """fr_trace over a dump directory; -p gives the file-name prefix before the rank.
+
+    ``allow_incomplete`` adds ``--allow-incomplete-ranks``, which fr_trace needs
+    to analyse a set where some rank wrote no dump.
+    """
+    cmd = [
         python,
         "-m",
         "torch.distributed.flight_recorder.fr_trace",
         dump_dir,
         "-p",
-        FILE_PREFIX,
+        prefix,
     ]
+    if allow_incomplete:
+        cmd.append("--allow-incomplete-ranks")
+    return cmd
 
 
 def named_ranks(log: str) -> list[int]:
@@ -39,6 +48,29 @@ def named_ranks(log: str) -> list[int]:
     for m in _CULPRIT.finditer(log):
         seen.setdefault(int(m.group(1)), None)
     return list(seen)
+
+
+_ERROR_TYPE = re.compile(r"Culprit rank (\d+); Error type: (\w+)")
+# fr_trace's mismatch types, in Flight Deck's failure classes.
+ERROR_CLASSES = {
+    "COLLECTIVE_TYPE_MISMATCH": "desync",
+    "SIZE_OR_SYNTAX_MISMATCH": "size_mismatch",
+    "COLLECTIVE_DTYPE_MISMATCH": "dtype_mismatch",
+    "COLLECTIVE_STATE_MISMATCH": "stalled_in_flight",
+}
+
+
+def first_class(log: str) -> str:
+    """The failure class of fr_trace's first finding: a mismatch type, a collective some ranks
+    did not join (``missing_participant``), or ``healthy`` when it reports nothing."""
+    found: list[tuple[int, str]] = []
+    m = _MISSING.search(log)
+    if m:
+        found.append((m.start(), "missing_participant"))
+    e = _ERROR_TYPE.search(log)
+    if e:
+        found.append((e.start(), ERROR_CLASSES.get(e.group(2), e.group(2).lower())))
+    return min(found)[1] if found else "healthy"
 
 
 def aborted(log: str) -> bool:

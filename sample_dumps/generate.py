@@ -271,6 +271,11 @@ class RankContext:
     groups: dict[str, Any] = field(default_factory=dict)
     members: dict[str, list[int]] = field(default_factory=dict)
     step: int = 0
+    waiting_on: str = ""  # what the current wait is for; written beside a "blocked" state
+
+    @property
+    def block_timeout_s(self) -> float:
+        return float(self.plan.get("block_timeout_s", BLOCK_TIMEOUT_S))
 
     @property
     def is_culprit(self) -> bool:
@@ -286,6 +291,10 @@ class RankContext:
 
     def set_state(self, state: str) -> None:
         self.log(state)
+        if state in ("blocked", "stuck", "dead") and self.waiting_on:
+            detail = self.state_dir / f".detail_{self.rank}.tmp"
+            detail.write_text(self.waiting_on)
+            os.replace(detail, self.state_dir / f"detail_{self.rank}")
         tmp = self.state_dir / f".state_{self.rank}.tmp"
         tmp.write_text(state)
         os.replace(tmp, self.state_dir / f"state_{self.rank}")
@@ -309,7 +318,7 @@ def wait_for(ctx: RankContext, work: Any) -> None:
     waiting (so a slow peer can still complete the op) until released.
     """
     try:
-        work.wait(timeout=timedelta(seconds=BLOCK_TIMEOUT_S))
+        work.wait(timeout=timedelta(seconds=ctx.block_timeout_s))
         return
     except RuntimeError as exc:
         ctx.log(f"wait raised: {str(exc).splitlines()[0][:200]}")
@@ -319,7 +328,7 @@ def wait_for(ctx: RankContext, work: Any) -> None:
             _park(ctx)
         time.sleep(POLL_S)
     try:
-        work.wait(timeout=timedelta(seconds=BLOCK_TIMEOUT_S))
+        work.wait(timeout=timedelta(seconds=ctx.block_timeout_s))
     except RuntimeError:
         _park(ctx)
     ctx.set_state("running")
@@ -544,9 +553,15 @@ def _install_named_gloo(world_size: int) -> None:
     c10d.ProcessGroupGloo = NamedProcessGroupGloo
 
 
-def _path_rewriter() -> Any:
-    """Map this machine's paths in stack frames to neutral ones."""
+def _path_rewriter(neutral_files: dict[str, str] | None = None) -> Any:
+    """Map this machine's paths in stack frames to neutral ones.
+
+    ``neutral_files`` maps more absolute script paths to the neutral name each
+    one gets (the generator script itself always becomes ``NEUTRAL_SCRIPT``).
+    """
     stdlib = sysconfig.get_paths()["stdlib"].rstrip("/") + "/"
+    scripts = {str(SCRIPT_PATH): NEUTRAL_SCRIPT}
+    scripts.update({str(Path(k).resolve()): v for k, v in (neutral_files or {}).items()})
     prefixes = [
         (str(REPO_ROOT) + "/", NEUTRAL_OTHER),
         (sys.prefix.rstrip("/") + "/", NEUTRAL_OTHER),
@@ -556,8 +571,9 @@ def _path_rewriter() -> Any:
     def rewrite(filename: str) -> str:
         if not filename.startswith("/"):
             return filename  # e.g. "<frozen runpy>"
-        if Path(filename).resolve() == SCRIPT_PATH:
-            return NEUTRAL_SCRIPT
+        resolved = str(Path(filename).resolve())
+        if resolved in scripts:
+            return scripts[resolved]
         if "/site-packages/" in filename:
             return NEUTRAL_SITE_PACKAGES + filename.split("/site-packages/", 1)[1]
         if "/dist-packages/" in filename:
@@ -572,11 +588,11 @@ def _path_rewriter() -> Any:
     return rewrite
 
 
-def _scrub_dump(raw: bytes) -> tuple[bytes, dict[str, Any]]:
+def _scrub_dump(raw: bytes, neutral_files: dict[str, str] | None = None) -> tuple[bytes, dict[str, Any]]:
     """Rewrite frame paths in this rank's own fresh dump, keeping its structure."""
     protocol = raw[1] if raw[:1] == b"\x80" else 2
     dump = pickle.loads(raw)  # our own bytes, produced a moment ago in this process
-    rewrite = _path_rewriter()
+    rewrite = _path_rewriter(neutral_files)
     for entry in dump.get("entries", []):
         for frame in entry.get("frames", []) or []:
             frame["filename"] = rewrite(frame["filename"])
@@ -599,9 +615,31 @@ def _summarize(dump: dict[str, Any]) -> dict[str, Any]:
     return {"entries": len(dump.get("entries", [])), "last_seq": last, "pending": pending}
 
 
+def dump_file_name(plan: dict[str, Any], rank: int) -> str:
+    """``rank_<r>`` (pickle) or ``rank_<r>.json``; the prefix can be set by ``plan['file_prefix']``."""
+    suffix = ".json" if plan.get("dump_format", "pickle") == "json" else ""
+    return f"{plan.get('file_prefix', 'rank_')}{rank}{suffix}"
+
+
+def _take_dump(plan: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """This rank's Flight Recorder dump as written to disk, and its decoded content.
+
+    ``plan['dump_format']`` picks torch's pickle (frame paths rewritten) or JSON
+    writer (which writes no frames); ``plan['only_active']`` passes
+    ``onlyActive=True``, which leaves out entries whose completion was discovered.
+    """
+    import torch
+
+    kwargs = {"onlyActive": True} if plan.get("only_active") else {}
+    if plan.get("dump_format", "pickle") == "json":
+        raw = torch._C._distributed_c10d._dump_fr_trace_json(**kwargs)
+        return raw, json.loads(raw)
+    raw = torch._C._distributed_c10d._dump_fr_trace(**kwargs)
+    return _scrub_dump(raw, plan.get("neutral_files"))
+
+
 def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
     """Wait for the parent's signal, write the dump, wait for release, exit."""
-    import torch
 
     while not (ctx.state_dir / "dump_now").exists():
         if time.time() > ctx.deadline:
@@ -609,21 +647,22 @@ def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
         time.sleep(POLL_S)
     if not skip_dump:
         t0 = time.time()
-        raw = torch._C._distributed_c10d._dump_fr_trace()
+        data, dump = _take_dump(ctx.plan)
         ctx.log(f"dumped in {time.time() - t0:.2f}s")
-        data, dump = _scrub_dump(raw)
         summary = ctx.state_dir / f"summary_{ctx.rank}.json"
-        summary.write_text(json.dumps(_summarize(dump)))
-        tmp = ctx.out_dir / f".rank_{ctx.rank}.tmp"
+        extra = getattr(ctx, "extra_summary", None)  # a rank body may add its own facts
+        summary.write_text(json.dumps({**_summarize(dump), **(extra() if extra else {})}))
+        name = dump_file_name(ctx.plan, ctx.rank)
+        tmp = ctx.out_dir / f".{name}.tmp"
         tmp.write_bytes(data)
-        os.replace(tmp, ctx.out_dir / f"rank_{ctx.rank}")
+        os.replace(tmp, ctx.out_dir / name)
     while not ctx.released():
         time.sleep(POLL_S)
     sys.stdout.flush()
     os._exit(1 if skip_dump else 0)
 
 
-def _warm_up_symbolizer() -> None:
+def _warm_up_symbolizer(cpp: bool = False) -> None:
     """Pay the one-time cost of stack symbolization before forking.
 
     The first Flight Recorder dump with stack traces spends seconds setting up
@@ -632,28 +671,30 @@ def _warm_up_symbolizer() -> None:
     try:
         from torch._C._profiler import gather_traceback, symbolize_tracebacks
 
-        symbolize_tracebacks([gather_traceback(True, True, False)])
+        symbolize_tracebacks([gather_traceback(True, True, cpp)])
     except (ImportError, RuntimeError):
         pass
 
 
-def launch_ranks(plan_path: str) -> None:
+def launch_ranks(plan_path: str, run_rank_fn: Any = None) -> None:
     """Import torch once, then fork one process per rank.
 
     Importing torch costs about two CPU seconds; forking after the import (and
     before any thread, gloo context or OpenMP pool exists) saves that per rank,
-    which keeps an 8-rank scenario fast on a two-core machine.
+    which keeps an 8-rank scenario fast on a two-core machine. ``run_rank_fn``
+    (default ``run_rank``) is the body of one rank: ``fn(plan, rank)``.
     """
     import torch.distributed  # noqa: F401
 
-    _warm_up_symbolizer()
     plan = json.loads(Path(plan_path).read_text())
+    _warm_up_symbolizer(cpp=bool(plan.get("cpp_stacks")))
+    body = run_rank_fn or run_rank
     pids = []
     for rank in range(plan["layout"]["world_size"]):
         pid = os.fork()
         if pid == 0:
             try:
-                run_rank(plan, rank)
+                body(plan, rank)
             except BaseException:  # noqa: BLE001  (report, then leave the forked child)
                 traceback.print_exc()
                 sys.stderr.flush()
@@ -812,60 +853,9 @@ def generate(
         "started": started,
         "deadline": started + budget,
     }
-    plan_path = work / "plan.json"
-    plan_path.write_text(json.dumps(plan))
-
-    log = open(work / "log.txt", "wb")  # noqa: SIM115
-    launcher = subprocess.Popen(
-        [sys.executable, str(SCRIPT_PATH), "--_launch", str(plan_path)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=_child_env(),
-        cwd=str(work),
-        start_new_session=True,  # one process group: the launcher and its ranks
-    )
-    try:
-
-        def quiescent() -> bool:
-            states = []
-            for r in range(world_size):
-                try:
-                    states.append((work / f"state_{r}").read_text())
-                except FileNotFoundError:
-                    return False
-            return all(s in ("done", "blocked", "stuck") for s in states)
-
-        deadline = plan["deadline"] - 5.0
-        # Look twice, a moment apart, so that a wait finishing right now is not missed.
-        ok = _wait_until(quiescent, deadline, launcher)
-        time.sleep(0.3)
-        if not (ok and quiescent()):
-            raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
-        (work / "dump_now").touch()
-        missing = set(culprits) if scenario == "missing_dump" else set()
-        expected = [out_dir / f"rank_{r}" for r in range(world_size) if r not in missing]
-        if not _wait_until(lambda: all(p.exists() for p in expected), deadline, launcher):
-            raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
-        (work / "release").touch()
-        try:
-            launcher.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            pass
-        summaries = {}
-        for r in range(world_size):
-            path = work / f"summary_{r}.json"
-            if path.exists():
-                summaries[str(r)] = json.loads(path.read_text())
-    finally:
-        if launcher.poll() is None or _group_alive(launcher.pid):
-            try:
-                os.killpg(launcher.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            launcher.wait()
-        log.close()
-        if sys.exc_info()[0] is None:
-            shutil.rmtree(work, ignore_errors=True)
+    missing = set(culprits) if scenario == "missing_dump" else set()
+    result = run_plan(plan, [sys.executable, str(SCRIPT_PATH), "--_launch"], missing=missing)
+    summaries = result.summaries
 
     info = {
         "scenario": scenario,
@@ -891,6 +881,122 @@ def generate(
         info["expected"]["note"] = P2P_NOTE
     (out_dir / "scenario.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+@dataclass
+class RunResult:
+    """What the parent saw of one run: per-rank summaries, final states and what blocked ranks waited on."""
+
+    summaries: dict[str, Any]
+    states: dict[int, str]
+    details: dict[int, str]
+    seconds: float
+
+
+def _read_states(work: Path, world_size: int) -> dict[int, tuple[str, int]] | None:
+    """Each rank's (state, file mtime), or None while some rank has written none yet."""
+    out = {}
+    for r in range(world_size):
+        path = work / f"state_{r}"
+        try:
+            out[r] = (path.read_text(), path.stat().st_mtime_ns)
+        except FileNotFoundError:
+            return None
+    return out
+
+
+def run_plan(
+    plan: dict[str, Any],
+    launch_argv: list[str],
+    *,
+    missing: set[int] | frozenset[int] = frozenset(),
+    env: dict[str, str] | None = None,
+    terminal_states: tuple[str, ...] = ("done", "blocked", "stuck"),
+    settle_s: float = 0.3,
+    keep_work_on_error: bool = True,
+) -> RunResult:
+    """Run the ranks of ``plan`` to their coordinated dump; the parent side of every generator.
+
+    ``plan`` needs ``layout.world_size``, ``state_dir`` (an empty work folder),
+    ``out_dir``, ``started`` and ``deadline``; it is written to
+    ``state_dir/plan.json`` and the launcher is started as ``launch_argv +
+    [plan path]`` in its own process group. Once every rank's state is one of
+    ``terminal_states`` and no state changed for ``settle_s`` seconds, every rank
+    dumps at once; ranks in ``missing`` write no dump. After the dumps (or on any
+    error, or at the deadline) the whole process group is killed. Raises
+    RuntimeError, with the tail of the ranks' log, when the ranks never settle or
+    a dump is not written.
+    """
+    work = Path(plan["state_dir"])
+    out_dir = Path(plan["out_dir"])
+    world_size = plan["layout"]["world_size"]
+    plan_path = work / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    child_env = _child_env()
+    child_env.update(env or {})
+
+    log = open(work / "log.txt", "wb")  # noqa: SIM115
+    launcher = subprocess.Popen(
+        [*launch_argv, str(plan_path)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=child_env,
+        cwd=str(work),
+        start_new_session=True,  # one process group: the launcher and its ranks
+    )
+    failed = True
+    try:
+
+        def quiescent() -> bool:
+            states = _read_states(work, world_size)
+            return states is not None and all(s in terminal_states for s, _ in states.values())
+
+        deadline = plan["deadline"] - 5.0
+        # Settled: quiescent, and no state file changed for settle_s (a wait that
+        # finishes right now shows up as a new state).
+        while True:
+            if not _wait_until(quiescent, deadline, launcher):
+                raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
+            before = _read_states(work, world_size)
+            time.sleep(settle_s)
+            if quiescent() and _read_states(work, world_size) == before:
+                break
+        final = _read_states(work, world_size) or {}
+        (work / "dump_now").touch()
+        expected = [out_dir / dump_file_name(plan, r) for r in range(world_size) if r not in missing]
+        if not _wait_until(lambda: all(p.exists() for p in expected), deadline, launcher):
+            raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
+        (work / "release").touch()
+        try:
+            launcher.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            pass
+        summaries = {}
+        details = {}
+        for r in range(world_size):
+            path = work / f"summary_{r}.json"
+            if path.exists():
+                summaries[str(r)] = json.loads(path.read_text())
+            detail = work / f"detail_{r}"
+            if detail.exists() and final.get(r, ("", 0))[0] != "done":
+                details[r] = detail.read_text()
+        failed = False
+    finally:
+        if launcher.poll() is None or _group_alive(launcher.pid):
+            try:
+                os.killpg(launcher.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            launcher.wait()
+        log.close()
+        if not (failed and keep_work_on_error):
+            shutil.rmtree(work, ignore_errors=True)
+    return RunResult(
+        summaries=summaries,
+        states={r: s for r, (s, _) in final.items()},
+        details=details,
+        seconds=time.time() - plan["started"],
+    )
 
 
 P2P_NOTE = (
