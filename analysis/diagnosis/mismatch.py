@@ -25,10 +25,12 @@ _SIZE_SAME = ("all_gather", "allgather", "reduce_scatter", "_reduce_scatter_base
 #: Attribute checked -> failure class when the ranks disagree on it, most telling first.
 CHECKS: tuple[tuple[str, FailureClass], ...] = (
     (s.OP, FailureClass.DESYNC),
+    (s.CALL_SITE, FailureClass.DESYNC),
     (s.INPUT_SIZES, FailureClass.SIZE_MISMATCH),
     (s.INPUT_DTYPES, FailureClass.DTYPE_MISMATCH),
-    (s.CALL_SITE, FailureClass.DESYNC),
 )
+"""A different op or call site puts the rank at another point of the program (a desync,
+whatever its sizes); sizes and dtypes are compared as a mismatch of the same call."""
 
 #: After a skipped collective every later seq is misaligned too; the first few tell the story.
 MAX_PER_GROUP = 3
