@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..model.cells import build_cells
+from ..model.cells import build_cells, queue_heads
 from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
 from ..model.progress import Progress, compute_progress
@@ -65,6 +65,8 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
     }
-    graph = build_wait_graph(index, progress, have_dump, pending_ops, pending_p2p(dumps, index))
+    graph = build_wait_graph(
+        index, progress, have_dump, pending_ops, pending_p2p(dumps, index), queue_heads(cells, dumps.entries)
+    )
     imbalances = find_imbalances(cells, dumps.entries, index)
     return Analysis(dumps, index, progress, cells, mismatches, imbalances, graph, missing)

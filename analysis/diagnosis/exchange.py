@@ -45,12 +45,17 @@ def numel(sizes: str | None) -> int | None:
     return sum(math.prod(int(d) for d in dims.split(",") if d.strip()) for dims in _DIMS.findall(inner))
 
 
+def _fits(n: int | None) -> int:
+    """``n`` if it is a count an int64 sum can hold, else -1 (unknown)."""
+    return n if n is not None and 0 <= n < 2**50 else -1
+
+
 def _per_category(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     """``numel`` of ``column`` at ``rows``, computed once per distinct text (-1 if unknown)."""
     cat = column.array
     if not isinstance(cat, pd.Categorical):
         cat = pd.Categorical(column.astype(str))
-    per = np.array([-1 if (n := numel(str(c))) is None else n for c in cat.categories] + [-1], dtype=np.int64)
+    per = np.array([_fits(numel(str(c))) for c in cat.categories] + [-1], dtype=np.int64)
     codes = cat.codes[rows]
     return per[np.where(codes < 0, len(per) - 1, codes)]
 

@@ -33,6 +33,8 @@ class WaitReason(enum.StrEnum):
     """The other's dump has no record of the group."""
     P2P_UNMATCHED = "p2p_unmatched"
     """The peer never posted the send/recv matching this one."""
+    QUEUED = "queued"
+    """The other issued it, but behind an earlier collective of its own that has not completed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,8 @@ class Blocked:
     op: str | None
     is_p2p: bool = False
     peer: int | None = None
+    queued: bool = False
+    """Issued behind an earlier pending collective of the same rank: not where it waits."""
 
 
 @dataclass(slots=True)
@@ -81,8 +85,15 @@ def build_wait_graph(
     have_dump: set[int],
     pending_ops: dict[tuple[str, int, int], str],
     p2p_pending: pd.DataFrame,
+    queue_head: dict[int, tuple[str, int]] | None = None,
 ) -> WaitGraph:
-    """Edges from every blocked rank to the ranks it waits on."""
+    """Edges from every blocked rank to the ranks it waits on.
+
+    ``queue_head`` is each rank's earliest pending collective (by record id). A rank runs
+    its collectives in the order it issued them, so a later pending one is queued behind
+    it: the rank waits only at its head, and peers waiting in a queued one wait on it.
+    """
+    heads = queue_head or {}
     graph = WaitGraph()
     for key, group in index.groups.items():
         members = group.ranks
@@ -93,11 +104,14 @@ def build_wait_graph(
                 continue
             q = p.first_pending
             if q not in at:  # the same for every rank blocked at q: one pass over the members per seq
-                at[q] = _holding_up(key, members, q, progress, have_dump)
+                at[q] = _holding_up(key, members, q, progress, have_dump, heads)
             reasons, peer_completed = at[q]
             op = pending_ops.get((key, r, q))
-            blocked = Blocked(r, key, q, op)
+            queued = heads.get(r, (key, q)) != (key, q)
+            blocked = Blocked(r, key, q, op, queued=queued)
             graph.blocked.append(blocked)
+            if queued:
+                continue
             waits = [WaitEdge(r, other, key, q, reason, op) for other, reason in reasons if other != r]
             if waits:
                 graph.edges.extend(waits)
@@ -110,7 +124,12 @@ def build_wait_graph(
 
 
 def _holding_up(
-    key: str, members: tuple[int, ...], q: int, progress: dict[tuple[str, int], Progress], have_dump: set[int]
+    key: str,
+    members: tuple[int, ...],
+    q: int,
+    progress: dict[tuple[str, int], Progress],
+    have_dump: set[int],
+    heads: dict[int, tuple[str, int]],
 ) -> tuple[list[tuple[int, WaitReason]], bool]:
     """The members a rank blocked at seq ``q`` waits on, with the reason, and whether any
     member completed ``q``. A blocked rank itself never waits on itself: it issued ``q``."""
@@ -127,6 +146,8 @@ def _holding_up(
             reasons.append((other, WaitReason.NOT_ISSUED))
         elif po.first_pending is not None and po.first_pending < q:
             reasons.append((other, WaitReason.BEHIND))
+        elif po.first_pending == q and heads.get(other, (key, q)) != (key, q):
+            reasons.append((other, WaitReason.QUEUED))
         elif po.completed is not None and po.completed >= q:
             peer_completed = True
     return reasons, peer_completed

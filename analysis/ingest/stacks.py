@@ -33,6 +33,12 @@ def call_site(frame_lines: list[str]) -> str:
     return frame_lines[-1] if frame_lines else ""
 
 
+def is_user_frame(line: str) -> bool:
+    """A Python frame of the program itself: not torch's, not C/C++."""
+    file = _file_of(line)
+    return file.endswith(".py") and not any(marker in file for marker in _TORCH_INTERNAL)
+
+
 def stack_codes(frames_col: list) -> tuple[np.ndarray, list]:
     """Codes of stacks made of the same frame objects, and the first stack of each code.
 

@@ -15,6 +15,7 @@ from .. import schema as s
 from ..tables.rowindex import rank_blocks
 from ..tables.rowkeys import duplicated, equals, flag, group_ids
 from ..types import DumpSet
+from .callsites import cell_call_sites
 from .groups import GroupIndex
 
 DONE = "done"
@@ -85,6 +86,7 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
         },
         copy=False,  # every array is new here: no second copy into consolidated blocks
     )
+    cells[s.CALL_SITE] = cell_call_sites(cells[s.STACK_ID], dumps.stacks, cells[s.CALL_SITE].array)
     dup = _shared_cells(cells)
     if dup.any():
         cells = pd.concat([cells.loc[~dup], _fold(cells.loc[dup])], ignore_index=True)
@@ -132,3 +134,15 @@ def _fold(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     return folded
+
+
+def queue_heads(cells: pd.DataFrame, entries: pd.DataFrame) -> dict[int, tuple[str, int]]:
+    """Each rank's earliest pending collective, (group key, seq), by the record id its dump
+    gave it (ranks whose pending entries carry no record id are left out)."""
+    pending = cells.loc[~cells[DONE].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, ROW]]
+    if pending.empty:
+        return {}
+    rid = _take_int(entries[s.RECORD_ID], pending[ROW].to_numpy(), -1)
+    pending = pending.assign(_rid=rid).loc[rid >= 0].sort_values("_rid", kind="stable")
+    first = pending.drop_duplicates(s.RANK)
+    return {int(r): (str(k), int(q)) for k, r, q in first[[s.PG_KEY, s.RANK, s.SEQ]].itertuples(index=False)}

@@ -9,7 +9,7 @@ from ..diagnosis.findings import Finding, Kind
 from ..model.groups import GroupIndex
 from .words import group_label, ranks_text
 
-_ATTRIBUTE_WORDS = {s.OP: "op", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call site"}
+_ATTRIBUTE_WORDS = {s.OP: "ops", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call sites"}
 
 
 def _called_from(site: str | None) -> str:

@@ -1,0 +1,66 @@
+"""Where the program called each collective from, judged over the whole job.
+
+A call site names the program point a collective belongs to, so that ranks at the same
+seq of a group can be compared. Per stack it is the innermost Python frame outside
+torch (see ``ingest.stacks.call_site``), but programs route collectives through helpers
+of their own (``comm.all_reduce`` -> ``_issue``): a helper's frame is the same for every
+collective that passes through it and tells nothing about which call it is. A frame is
+a helper when the job's stacks show it called from more than one place; the call site
+is then the first frame, going outwards, that is not one (a few helpers deep at most).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import pairwise
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from ..ingest.stacks import is_user_frame
+
+MAX_HELPERS = 3
+"""Helper frames skipped at most, going outwards from the innermost user frame."""
+
+
+def _user_frames(frames: str) -> list[str]:
+    return [line for line in frames.split("\n") if line and is_user_frame(line)]
+
+
+def job_call_sites(stacks: pd.DataFrame) -> dict[int, str]:
+    """stack id -> call site, with the job's helper frames skipped."""
+    user = {int(sid): _user_frames(str(text)) for sid, text in zip(stacks[s.STACK_ID], stacks[s.FRAMES])}
+    callers: dict[str, set[str]] = defaultdict(set)
+    for frames in user.values():
+        for inner, outer in pairwise(frames):
+            callers[inner].add(outer)
+    sites = {}
+    for sid, frames in user.items():
+        if not frames:
+            continue
+        i = 0
+        while i < min(MAX_HELPERS, len(frames) - 1) and len(callers[frames[i]]) > 1:
+            i += 1
+        sites[sid] = frames[i]
+    return sites
+
+
+def cell_call_sites(stack_ids: pd.Series, stacks: pd.DataFrame, fallback: pd.Categorical) -> pd.Categorical:
+    """The call site of each cell from its stack (``fallback`` where the stack is unknown)."""
+    sites = job_call_sites(stacks) if len(stacks) else {}
+    if not sites:
+        return fallback
+    names = sorted(set(sites.values()) | {str(c) for c in fallback.categories})
+    code_of = {name: i for i, name in enumerate(names)}
+    top = max(sites) + 1
+    by_stack = np.full(max(top, 1), -1, dtype=np.int32)
+    for sid, site in sites.items():
+        if sid >= 0:
+            by_stack[sid] = code_of[site]
+    ids = stack_ids.to_numpy(dtype=np.int64, na_value=-1)
+    inside = (ids >= 0) & (ids < len(by_stack))
+    codes = np.where(inside, by_stack[np.clip(ids, 0, len(by_stack) - 1)], -1)
+    remap = np.array([code_of[str(c)] for c in fallback.categories] + [-1], dtype=np.int32)
+    old = remap[np.where(fallback.codes < 0, len(remap) - 1, fallback.codes)]
+    return pd.Categorical.from_codes(np.where(codes >= 0, codes, old), names)
