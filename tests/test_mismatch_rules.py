@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cellmaker import make_cells
 
-from analysis.diagnosis.mismatch import comparable_siblings, find_mismatches
+from analysis.diagnosis.mismatch import find_mismatches
+from analysis.model.families import program_families
 from analysis.types import FailureClass
 
 
@@ -23,7 +24,7 @@ def _pairs(history: dict[str, list[str]], at_seq: dict[str, dict[int, str]]) -> 
 def test_majority_names_the_odd_rank() -> None:
     rows = [{"pg_key": "1", "rank": r, "seq": 5, "sizes": "[[4]]"} for r in range(3)]
     rows.append({"pg_key": "1", "rank": 3, "seq": 5, "sizes": "[[0]]"})
-    (m,) = find_mismatches(make_cells(rows), {"1": "tp"})
+    (m,) = find_mismatches(make_cells(rows), program_families(make_cells(rows), {"1": "tp"}))
     assert (m.odd_ranks, m.failure_class, m.expected, m.decided_by) == (
         (3,),
         FailureClass.SIZE_MISMATCH,
@@ -40,7 +41,7 @@ def test_a_tie_in_a_pair_is_decided_by_siblings_at_the_same_point() -> None:
         "3": {0: "all_reduce", 1: "all_reduce"},
     }
     cells = make_cells(_pairs(history, at))
-    (m,) = find_mismatches(cells, {k: "tp" for k in history})
+    (m,) = find_mismatches(cells, program_families(cells, {k: "tp" for k in history}))
     assert m.odd_ranks == (1,)
     assert m.decided_by == "siblings"
 
@@ -54,8 +55,8 @@ def test_siblings_at_another_point_of_the_program_do_not_vote() -> None:
         "3": {0: "broadcast", 1: "broadcast"},
     }
     cells = make_cells(_pairs(history, at))
-    assert comparable_siblings("1", 2, ["2", "3"], cells) == []
-    (m,) = find_mismatches(cells, {k: "tp" for k in history})
+    assert program_families(cells, {k: "tp" for k in history}).siblings("1") == []
+    (m,) = find_mismatches(cells, program_families(cells, {k: "tp" for k in history}))
     assert m.expected is None and not m.decisive
     assert m.odd_ranks == (0, 1)
 
@@ -76,12 +77,12 @@ def test_only_matching_siblings_vote() -> None:
         "4": {0: "broadcast", 1: "broadcast"},
     }
     cells = make_cells(_pairs(history, at))
-    assert comparable_siblings("1", 2, ["2", "3", "4"], cells) == ["2"]
-    m = next(m for m in find_mismatches(cells, {k: "tp" for k in history}) if m.pg_key == "1")
+    assert program_families(cells, {k: "tp" for k in history}).siblings("1") == ["2"]
+    m = next(m for m in find_mismatches(cells, program_families(cells, {k: "tp" for k in history})) if m.pg_key == "1")
     assert m.odd_ranks == (1,)
     assert m.expected == "all_reduce"
 
 
 def test_sizes_of_ops_whose_sizes_vary_are_not_compared() -> None:
     rows = [{"pg_key": "1", "rank": r, "seq": 0, "op": "all_to_all", "sizes": f"[[{r + 1},4]]"} for r in range(4)]
-    assert find_mismatches(make_cells(rows), {"1": "ep"}) == []
+    assert find_mismatches(make_cells(rows), program_families(make_cells(rows), {"1": "ep"})) == []

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import schema as s
 from ..model.cells import build_cells, queue_heads
+from ..model.families import Families, program_families
 from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
 from ..model.progress import Progress, compute_progress
@@ -28,6 +29,7 @@ class Analysis:
     groups: GroupIndex
     progress: dict[tuple[str, int], Progress]
     cells: pd.DataFrame
+    families: Families
     mismatches: list[Mismatch]
     imbalances: list[Imbalance]
     graph: WaitGraph
@@ -59,8 +61,8 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     missing = sorted(r for r in expected if r not in have_dump)
     cells = build_cells(dumps, index)
     progress = compute_progress(dumps, index, cells)
-    desc_of = {k: g.desc for k, g in index.groups.items()}
-    mismatches = find_mismatches(cells, desc_of)
+    families = program_families(cells, {k: g.desc for k, g in index.groups.items()})
+    mismatches = find_mismatches(cells, families)
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
@@ -69,4 +71,4 @@ def run_analysis(dumps: DumpSet) -> Analysis:
         index, progress, have_dump, pending_ops, pending_p2p(dumps, index), queue_heads(cells, dumps.entries)
     )
     imbalances = find_imbalances(cells, dumps.entries, index)
-    return Analysis(dumps, index, progress, cells, mismatches, imbalances, graph, missing)
+    return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
 
@@ -71,7 +72,7 @@ def _groups_with_two_values(gid: np.ndarray, codes: np.ndarray, n_groups: int) -
     return np.flatnonzero((high >= 0) & (low != high))
 
 
-def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismatch]:
+def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
     """``cells``: one row per (pg_key, seq, rank) with op, sizes, dtypes, call site."""
     found: list[Mismatch] = []
     if cells.empty:
@@ -97,44 +98,13 @@ def find_mismatches(cells: pd.DataFrame, desc_of: dict[str, str]) -> list[Mismat
             if (str(key), seq) in wanted:
                 by_cell.setdefault((str(key), int(seq)), {})[int(rank)] = str(value)
         for (key, seq), values in sorted(by_cell.items(), key=lambda kv: kv[0][1]):
-            mm = _odd_ones(key, seq, attribute, failure_class, values, cells, desc_of)
+            mm = _odd_ones(key, seq, attribute, failure_class, values, cells, families)
             if not any((key, seq, r) not in flagged for r in mm.odd_ranks):
                 continue  # already explained by a more telling attribute
             flagged.update((key, seq, r) for r in mm.odd_ranks)
             found.append(mm)
     found.sort(key=lambda m: (m.seq, m.pg_key))
     return found
-
-
-HISTORY = 4
-"""Preceding seqs a sibling group must have issued alike to vote on a tie."""
-_HISTORY_COLUMNS = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES)
-
-
-def _histories(cells: pd.DataFrame, keys: list[str], seq: int) -> dict[str, dict[int, tuple[str, ...]]]:
-    """What each group issued at the ``HISTORY`` seqs before ``seq``: (op, sizes, dtypes) per seq,
-    as most of its members issued it."""
-    near = cells.loc[cells[s.SEQ].between(seq - HISTORY, seq - 1) & cells[s.PG_KEY].isin(keys)]
-    values = near[[s.PG_KEY, s.SEQ, *_HISTORY_COLUMNS]].astype(str)
-    out: dict[str, dict[int, tuple[str, ...]]] = {}
-    counts = Counter(map(tuple, values.itertuples(index=False)))
-    for (key, q, *value), _ in counts.most_common()[::-1]:  # the commonest value of a (group, seq) wins
-        out.setdefault(key, {})[int(q)] = tuple(value)
-    return out
-
-
-def comparable_siblings(key: str, seq: int, siblings: list[str], cells: pd.DataFrame) -> list[str]:
-    """The sibling groups that issued what ``key`` issued at the seqs before ``seq``.
-
-    Sibling groups share a description, not a place in the program: TP groups of different
-    pipeline stages run different layers, so at one seq their ops differ for all of them.
-    Only siblings whose recent history matches are at the same point and may vote.
-    """
-    history = _histories(cells, [key, *siblings], seq)
-    mine = history.get(key, {})
-    if not mine:
-        return []
-    return [k for k in siblings if (theirs := history.get(k)) and all(theirs.get(q) == v for q, v in mine.items())]
 
 
 def _odd_ones(
@@ -144,17 +114,15 @@ def _odd_ones(
     failure_class: FailureClass,
     values: dict[int, str],
     cells: pd.DataFrame,
-    desc_of: dict[str, str],
+    families: Families,
 ) -> Mismatch:
     ranked = Counter(values.values()).most_common()
     decided_by = "majority"
     expected: str | None = ranked[0][0]
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         # A tie: let the sibling groups at the same point of the program vote.
-        desc = desc_of.get(key, "")
-        siblings = [k for k, d in desc_of.items() if d == desc and k != key and desc]
         votes: Counter = Counter()
-        voters = comparable_siblings(key, seq, siblings, cells) if siblings else []
+        voters = families.siblings(key)
         if voters:
             sib = cells.loc[(cells[s.SEQ] == seq) & cells[s.PG_KEY].isin(voters), attribute]
             votes = Counter(str(v) for v in sib)

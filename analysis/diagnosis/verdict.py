@@ -112,7 +112,7 @@ def _weigh_exchanges(a: Analysis, draft: _Draft) -> None:
 def _weigh_hang(a: Analysis, draft: _Draft, decisive: list[Mismatch]) -> tuple[frozenset[int], bool]:
     """The roots of the wait-for graph, explained; returns the ranks set aside and whether a cycle stayed."""
     members = {r for m in decisive for r in a.groups.groups[m.pg_key].ranks}
-    order = ProgramOrder(a.cells, a.dumps.entries, {k: g.desc for k, g in a.groups.groups.items()})
+    order = ProgramOrder(a.cells, a.dumps.entries, a.families.family_of)
     hang = explain_hang(a, order, _mismatch_since(a, decisive), members if draft.classes else set())
     for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
         draft.add(f, (f.pg_key, f.seq, f.op) if f.pg_key is not None else None)

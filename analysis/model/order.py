@@ -1,8 +1,8 @@
 """Program order across process groups: which collective a job issues before which.
 
 Each rank's ``record_id`` orders its own entries across all of its groups. Ranks run
-the same program, so when most ranks that issued both (desc A, seq i) and
-(desc B, seq j) issued A first, A comes first in the program. That consensus tells a
+the same program, so when most ranks that issued both (family A, seq i) and
+(family B, seq j) issued A first, A comes first in the program. That consensus tells a
 rank that skipped a collective (it issued something that comes after the one it never
 issued) from a rank that is merely blocked, and breaks wait-for cycles.
 """
@@ -17,13 +17,15 @@ from .. import schema as s
 _NOT_ISSUED = np.iinfo(np.int64).min
 
 Token = tuple[str, int]
-"""(group description, collective seq): the same program point in every sibling group."""
+"""(program family, collective seq): the same program point in every group of the family
+(sibling groups whose history matches, see :mod:`.families`)."""
 
 
 class ProgramOrder:
     """Lookups over the collective cells of one analysis, computed per token on demand."""
 
-    def __init__(self, cells: pd.DataFrame, entries: pd.DataFrame, desc_of: dict[str, str]) -> None:
+    def __init__(self, cells: pd.DataFrame, entries: pd.DataFrame, family_of: dict[str, str]) -> None:
+        desc_of = family_of
         self._desc_of = desc_of
         keys = cells[s.PG_KEY].astype("category")
         desc_per_key = np.array([desc_of.get(str(k), str(k)) for k in keys.cat.categories] + [""], dtype=object)

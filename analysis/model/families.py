@@ -1,0 +1,90 @@
+"""Which sibling groups are at the same point of the program.
+
+Sibling groups share a description (every tensor-parallel group is one), not a place in
+the program: tensor-parallel groups of different pipeline stages run different layers,
+so at one seq their ops differ. Groups of one description whose agreed history (op,
+input sizes and dtypes at each seq where all their members agree) is the same on the
+seqs they all recorded form a family: a seq of one is the same program point in all.
+Where the dumps hold no common history (only-active dumps), a description is one family
+whose history is unknown.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from ..tables.rowkeys import group_ids
+
+SIGNATURE_SEQS = 64
+"""The newest common seqs compared: enough to tell pipeline stages apart."""
+
+
+@dataclass(frozen=True, slots=True)
+class Families:
+    """group key -> family name, and whether the family was told apart by its history."""
+
+    family_of: dict[str, str]
+    known: frozenset[str]
+    """Families whose members' histories were compared (not just sharing a description)."""
+
+    def siblings(self, key: str) -> list[str]:
+        """The other groups of ``key``'s family, if its history was compared."""
+        family = self.family_of.get(key)
+        if family is None or family not in self.known:
+            return []
+        return [k for k, f in self.family_of.items() if f == family and k != key]
+
+
+def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
+    """(group key, seq, value) where every member issued the same op, sizes and dtypes."""
+    value = np.zeros(len(cells), dtype=np.int64)
+    for col in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES):
+        codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
+        value = value * (int(codes.max(initial=0)) + 1) + codes
+    gid = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
+    n = int(gid.max()) + 1 if len(gid) else 0
+    low = np.full(n, np.iinfo(np.int64).max)
+    high = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(low, gid, value)
+    np.maximum.at(high, gid, value)
+    first = np.full(n, -1, dtype=np.int64)
+    first[gid[::-1]] = np.arange(len(gid) - 1, -1, -1)
+    ok = np.flatnonzero(low == high)
+    rows = first[ok]
+    return pd.DataFrame(
+        {
+            "key": cells[s.PG_KEY].iloc[rows].astype(str).to_numpy(),
+            "seq": cells[s.SEQ].iloc[rows].to_numpy(),
+            "v": low[ok],
+        }
+    )
+
+
+def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
+    """Split each description's groups into families by their agreed history."""
+    family_of = {k: d or k for k, d in desc_of.items()}
+    known: set[str] = set()
+    by_desc: dict[str, list[str]] = defaultdict(list)
+    for k, d in desc_of.items():
+        by_desc[d or k].append(k)
+    several = {d: keys for d, keys in by_desc.items() if len(keys) > 1}
+    if cells.empty or not several:
+        return Families(family_of, frozenset(known))
+    agreed = _agreed(cells)
+    history = {k: dict(zip(part["seq"].tolist(), part["v"].tolist())) for k, part in agreed.groupby("key", sort=False)}
+    for desc, keys in several.items():
+        common = set.intersection(*(set(history.get(k, {})) for k in keys))
+        window = sorted(common)[-SIGNATURE_SEQS:]
+        if not window:
+            continue
+        signatures: dict[tuple[int, ...], str] = {}
+        for k in sorted(keys):
+            sig = tuple(history[k][q] for q in window)
+            family_of[k] = signatures.setdefault(sig, f"{desc}#{len(signatures)}")
+            known.add(family_of[k])
+    return Families(family_of, frozenset(known))
