@@ -86,3 +86,38 @@ def test_only_matching_siblings_vote() -> None:
 def test_sizes_of_ops_whose_sizes_vary_are_not_compared() -> None:
     rows = [{"pg_key": "1", "rank": r, "seq": 0, "op": "all_to_all", "sizes": f"[[{r + 1},4]]"} for r in range(4)]
     assert find_mismatches(make_cells(rows), program_families(make_cells(rows), {"1": "ep"})) == []
+
+
+def _steps(n_steps: int, odd: dict | None = None, site: bool = True) -> list[dict]:
+    """A 2-rank group whose step is an all_gather then an all_reduce; ``odd`` replaces rank 1's
+    fields at the last all_reduce."""
+    rows = []
+    for step in range(n_steps):
+        for i, (op, sizes, where) in enumerate(
+            (("all_gather", "[[8]]", "gather:1"), ("all_reduce", "[[4]]", "reduce:2"))
+        ):
+            for rank in (0, 1):
+                row = {"pg_key": "1", "rank": rank, "seq": 2 * step + i, "op": op, "sizes": sizes}
+                row["call_site"] = where if site else "nan"
+                if odd and rank == 1 and step == n_steps - 1 and i == 1:
+                    row.update(odd)
+                rows.append(row)
+    return rows
+
+
+def test_a_tie_with_no_sibling_is_decided_by_the_groups_earlier_steps() -> None:
+    cells = make_cells(_steps(4, {"sizes": "[[0]]"}))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
+    assert (m.odd_ranks, m.expected, m.decided_by) == ((1,), "[[4]]", "history")
+
+
+def test_without_call_sites_the_period_of_the_history_finds_the_same_point() -> None:
+    cells = make_cells(_steps(4, {"sizes": "[[0]]"}, site=False))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
+    assert (m.odd_ranks, m.expected) == ((1,), "[[4]]")
+
+
+def test_a_tie_at_the_first_step_stays_undecided() -> None:
+    cells = make_cells(_steps(1, {"sizes": "[[0]]"}))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
+    assert not m.decisive

@@ -18,6 +18,7 @@ from .. import schema as s
 from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
+from .history import history_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
@@ -127,10 +128,11 @@ def _odd_ones(
             sib = cells.loc[(cells[s.SEQ] == seq) & cells[s.PG_KEY].isin(voters), attribute]
             votes = Counter(str(v) for v in sib)
         tied = sorted((v for v, c in ranked if c == ranked[0][1]), key=lambda v: -votes.get(v, 0))
-        if votes.get(tied[0], 0) == votes.get(tied[1], 0):
-            expected = None
-        else:
+        if votes.get(tied[0], 0) != votes.get(tied[1], 0):
             expected, decided_by = tied[0], "siblings"
+        else:  # no sibling at this point of the program decides: the group's own earlier steps may
+            expected = history_vote(cells, key, seq, attribute, tied)
+            decided_by = "history"
     if expected is None:
         odd = tuple(sorted(values))
     else:

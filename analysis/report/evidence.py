@@ -23,8 +23,10 @@ def _differ(f: Finding, where: str) -> str:
 
 
 def _mismatch(f: Finding, where: str) -> str:
-    siblings = f.detail["decided_by"] == "siblings"
-    basis = "the sibling groups with the same description" if siblings else "the majority of the group"
+    basis = {
+        "siblings": "the sibling groups at the same point of the program",
+        "history": "the group at the same point of its earlier steps",
+    }.get(f.detail["decided_by"], "the majority of the group")
     return f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
 
 

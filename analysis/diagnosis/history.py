@@ -1,0 +1,87 @@
+"""What a group issued at the same point of earlier steps: the training loop repeats.
+
+A tie between two values at one (group, seq) has no majority, and sibling groups may be
+elsewhere in the program; but the group itself ran the same program point in earlier
+steps. Those earlier seqs are the ones called from the same place with the same op,
+or, where the dumps carry no stacks, the seqs one period back in the group's own
+history (the smallest period its agreed history repeats with). What the group issued
+there, all members agreeing, votes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from .. import schema as s
+
+MAX_PERIOD = 256
+"""Longest step, in seqs of one group, looked for."""
+
+
+def _agreed_rows(group_cells: pd.DataFrame, before: int) -> pd.DataFrame:
+    """The group's seqs before ``before`` where every member issued the same thing, one row each."""
+    earlier = group_cells.loc[group_cells[s.SEQ] < before]
+    cols = [s.SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE]
+    text = earlier[cols].astype(str)
+    distinct = text.drop_duplicates()
+    single = distinct.groupby(s.SEQ).filter(lambda part: len(part) == 1)
+    return single.sort_values(s.SEQ).reset_index(drop=True)
+
+
+def _period(values: list[tuple[str, ...]]) -> int | None:
+    """The smallest period the whole sequence repeats with (at least twice over), if any."""
+    n = len(values)
+    for p in range(1, min(MAX_PERIOD, n // 2) + 1):
+        if all(values[i] == values[i - p] for i in range(p, n)):
+            return p
+    return None
+
+
+def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: str) -> list[int]:
+    """Earlier seqs at the same program point as ``seq``."""
+    site = str(current[s.CALL_SITE])
+    if attribute != s.CALL_SITE and site not in ("", "nan", "None"):
+        same = agreed.loc[(agreed[s.CALL_SITE] == site) & (agreed[s.OP] == str(current[s.OP]))]
+        if len(same):
+            return [int(q) for q in same[s.SEQ]]
+    seqs = agreed[s.SEQ].astype(int).tolist()
+    contiguous = [q for q in seqs if q >= seq - 2 * MAX_PERIOD]
+    if not contiguous or contiguous != list(range(contiguous[0], seq)):
+        return []
+    recent = agreed.loc[agreed[s.SEQ].astype(int) >= contiguous[0], [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]]
+    values = [tuple(r) for r in recent.itertuples(index=False)]
+    p = _period(values)
+    return [] if p is None else [q for q in range(seq - p, contiguous[0] - 1, -p)]
+
+
+def history_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str]) -> str | None:
+    """Which of the ``tied`` values the group issued at this program point in earlier steps."""
+    group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
+    here = group_cells.loc[group_cells[s.SEQ] == seq]
+    if here.empty:
+        return None
+    agreed = _agreed_rows(group_cells, seq)
+    if agreed.empty:
+        return None
+    # the attribute in dispute cannot locate the program point: use what the tied ranks share
+    shared = here.iloc[0] if attribute == s.CALL_SITE else _common(here)
+    points = _same_point(agreed, shared, seq, attribute)
+    if not points:
+        return None
+    earlier = agreed.loc[agreed[s.SEQ].astype(int).isin(points), attribute]
+    votes = Counter(v for v in earlier if v in tied)
+    ranked = votes.most_common()
+    if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
+
+
+def _common(here: pd.DataFrame) -> pd.Series:
+    """The tied cells' op and call site where they agree (blank where they do not)."""
+    row = here.iloc[0].copy()
+    for col in (s.OP, s.CALL_SITE):
+        if here[col].astype(str).nunique() != 1:
+            row[col] = ""
+    return row
