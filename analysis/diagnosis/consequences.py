@@ -26,7 +26,7 @@ from .analysis import Analysis
 from .findings import Finding, Kind, Role
 
 
-def _silent(f: Finding, blocked_ranks: set[int]) -> bool:
+def silent(f: Finding, blocked_ranks: set[int]) -> bool:
     """A suspect only because peers wait on it: it waits in no recorded collective itself."""
     return f.failure_class == FailureClass.MISSING_PARTICIPANT and f.rank not in blocked_ranks
 
@@ -72,31 +72,27 @@ class _Steps:
         return not peers or any(p in causes or p not in self.silent for p in peers)
 
 
-def drop_consequences(
-    a: Analysis,
-    blocked_ranks: set[int],
-    findings: list[Finding],
-    mismatch_since: int | None,
-    mismatch_members: set[int],
+def after_mismatch(
+    findings: list[Finding], blocked_ranks: set[int], mismatch_since: int | None, mismatch_members: set[int]
 ) -> tuple[list[Finding], list[Finding]]:
-    """The findings that stay causes, and notes for those set aside (role CLEARED) or cautions."""
+    """The findings that stay causes once a mismatch is known, and notes for those it explains."""
     kept: list[Finding] = []
     notes: list[Finding] = []
     for f in findings:
         if mismatch_members and f.rank in mismatch_members:
             continue  # part of the mismatch found before the hang
-        if mismatch_since is not None and _silent(f, blocked_ranks) and f.since > mismatch_since:
+        if mismatch_since is not None and silent(f, blocked_ranks) and f.since > mismatch_since:
             notes.append(Finding(Kind.CONSEQUENCE, Role.CLEARED, f.ranks))
             continue
         kept.append(f)
-    if a.records_p2p:
-        return kept, notes
-    steps = _Steps(a, blocked_ranks)
-    causes = {f.rank for f in kept}
-    clean = [f for f in kept if _silent(f, blocked_ranks) and steps.stopped_together(f.rank, causes)]
-    if clean and (len(clean) < len(kept) or mismatch_since is not None):
-        notes.append(Finding(Kind.PIPELINE_BLOCKED, Role.CLEARED, tuple(sorted(f.rank for f in clean))))
-        kept = [f for f in kept if f not in clean]
-    elif any(_silent(f, blocked_ranks) for f in kept):
-        notes.append(Finding(Kind.P2P_INVISIBLE, Role.NOTE, ()))
     return kept, notes
+
+
+def pipeline_victims(a: Analysis, blocked_ranks: set[int], findings: list[Finding]) -> list[Finding]:
+    """The findings about gloo ranks that stopped together with their step-mates: blocked on a
+    pipeline peer, not stuck (none where the dumps record send/recv)."""
+    if a.records_p2p:
+        return []
+    steps = _Steps(a, blocked_ranks)
+    causes = {f.rank for f in findings}
+    return [f for f in findings if silent(f, blocked_ranks) and steps.stopped_together(f.rank, causes)]

@@ -29,6 +29,8 @@ class Kind(enum.StrEnum):
     """A rank skipped a collective its peers wait in and went on to a later one."""
     EXTRA = "extra"
     """A rank issued a collective no other rank issues; its peers moved on."""
+    DEPARTED = "departed"
+    """A rank's pending collective is not what its own earlier steps issued at that point."""
     STRAGGLER = "straggler"
     """A rank is stuck inside a collective its peers completed."""
     NOT_ISSUED = "not_issued"

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
+from ..model.routine import departure
 from ..types import FailureClass
 from .analysis import Analysis
-from .consequences import drop_consequences
+from .consequences import after_mismatch, pipeline_victims, silent
 from .findings import NEVER, Finding, Kind, Role
-from .waitfor import WaitEdge, WaitReason, root_components
+from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +39,9 @@ class HangExplanation:
 class _Waits:
     """Lookups over the wait-for graph shared by every rule below."""
 
-    def __init__(self, a: Analysis) -> None:
+    def __init__(self, a: Analysis, graph: WaitGraph | None = None) -> None:
         self.a = a
-        self.graph = a.graph
+        self.graph = a.graph if graph is None else graph
         self.into: dict[int, list[WaitEdge]] = defaultdict(list)
         for e in self.graph.edges:
             self.into[e.blocker].append(e)
@@ -169,9 +170,37 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     return Finding(kind, Role.SUSPECT, (rank,), cls, e0.pg_key, e0.seq, e0.op, waiters, since, detail)
 
 
+def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
+    """Members of a cycle whose pending collective is not what their own earlier steps issued
+    at that point, while other members' are: they added or skipped one."""
+    if len(comp) < 2:
+        return []
+    found = {r: d for r in comp if (d := departure(w.a.cells, w.a.dumps.entries, w.a.families.family_of, r))}
+    if not found or len(found) == len(comp):
+        return []
+    return [
+        Finding(
+            Kind.DEPARTED,
+            Role.SUSPECT,
+            (r,),
+            FailureClass.DESYNC,
+            d.pg_key,
+            d.seq,
+            d.issued[1],
+            since=w.created.get((d.pg_key, r, d.seq), NEVER),
+            detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
+        )
+        for r, d in sorted(found.items())
+    ]
+
+
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
-    diverged = [f for r in comp if r not in w.graph.stragglers and (f := _skipped(w, order, r) or _extra(w, order, r))]
+    # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
+    departed = _departed(w, comp)
+    candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
+    how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
+    diverged = [how.get(d.rank, d) for d in departed] or list(how.values())
     if diverged:
         return diverged, []  # the divergent ranks explain the rest of the cycle
     notes = []
@@ -181,6 +210,23 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     return [f for f in found if f is not None], notes
 
 
+def _explain(w: _Waits, order: ProgramOrder) -> tuple[list[Finding], list[Finding]]:
+    findings: list[Finding] = []
+    notes: list[Finding] = []
+    for comp in root_components(w.graph):
+        found, comp_notes = _component(w, order, comp)
+        findings += found
+        notes += comp_notes
+    return findings, notes
+
+
+def _beyond(a: Analysis, victims: set[int]) -> WaitGraph:
+    """The wait-for graph without the waits on ``victims``: they wait on others themselves."""
+    g = a.graph
+    edges = [e for e in g.edges if e.blocker not in victims]
+    return WaitGraph(edges=edges, blocked=g.blocked, stragglers=g.stragglers, stalled=g.stalled)
+
+
 def explain_hang(
     a: Analysis, order: ProgramOrder, mismatch_since: int | None, mismatch_members: set[int]
 ) -> HangExplanation:
@@ -188,15 +234,25 @@ def explain_hang(
 
     ``mismatch_since`` is when the earliest decisive mismatch was issued and
     ``mismatch_members`` the members of groups with one: a hang that follows a
-    mismatch is read as its consequence.
+    mismatch is read as its consequence. Where every root is a rank blocked on a
+    pipeline peer, the causes lie beyond them: the graph is read again without the
+    waits on them.
     """
     w = _Waits(a)
-    findings: list[Finding] = []
-    notes: list[Finding] = []
-    for comp in root_components(w.graph):
-        found, comp_notes = _component(w, order, comp)
-        findings += found
-        notes += comp_notes
-    kept, dropped = drop_consequences(a, w.blocked_ranks, findings, mismatch_since, mismatch_members)
+    findings, notes = _explain(w, order)
+    kept, dropped = after_mismatch(findings, w.blocked_ranks, mismatch_since, mismatch_members)
+    victims = pipeline_victims(a, w.blocked_ranks, kept)
+    if victims and len(victims) == len(kept) and mismatch_since is None:
+        deeper = _Waits(a, _beyond(a, {f.rank for f in victims}))
+        more, more_notes = _explain(deeper, order)
+        more_kept, more_dropped = after_mismatch(more, w.blocked_ranks, mismatch_since, mismatch_members)
+        more_kept = [f for f in more_kept if f.rank not in {v.rank for v in victims}]
+        if more_kept:
+            w, kept, notes, dropped = deeper, victims + more_kept, more_notes, dropped + more_dropped
+    if victims and (len(victims) < len(kept) or mismatch_since is not None):
+        dropped.append(Finding(Kind.PIPELINE_BLOCKED, Role.CLEARED, tuple(sorted(f.rank for f in victims))))
+        kept = [f for f in kept if f not in victims]
+    elif not a.records_p2p and any(silent(f, w.blocked_ranks) for f in kept):
+        dropped.append(Finding(Kind.P2P_INVISIBLE, Role.NOTE, ()))
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))

@@ -51,6 +51,15 @@ def _extra(f: Finding, where: str) -> str:
     )
 
 
+def _departed(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} waits in seq {f.seq} ({f.op or 'collective'}) of {where}, but after the same collectives "
+        f"its earlier steps issued {f.detail['expected_op']} of a {f.detail['expected_family'].split('#')[0]} "
+        f"group next, as its peers do: rank {f.rank} left its "
+        "routine here (an extra or a skipped collective)."
+    )
+
+
 def _straggler(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} is stuck at seq {f.seq} ({f.op or 'collective'}) of {where}, which "
@@ -149,6 +158,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.UNDECIDED_MISMATCH: _undecided,
     Kind.SKIPPED: _skipped,
     Kind.EXTRA: _extra,
+    Kind.DEPARTED: _departed,
     Kind.STRAGGLER: _straggler,
     Kind.NOT_ISSUED: _not_issued,
     Kind.NO_RECORD: _no_record,
