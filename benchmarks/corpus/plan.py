@@ -477,6 +477,11 @@ def culprits_and_visibility(
             return [], "no rank is singled out: the blocked send/recv leaves no trace"
         return singled, None
     extra = sorted(set(singled) - set(injected))
+    if family == "crash_no_dump":
+        # A gloo peer of a dead process gets a connection error: its op ends (retired) and the
+        # rank stops. Ranks that share a group with a rank without a dump are explained by it.
+        dead = set(obs.dumps_missing)
+        extra = [r for r in extra if not any(dead & set(g.ranks) for g in topo.member_groups(r) if g.kind != "default")]
     if extra:
         return injected, f"the dumps also single out rank(s) {extra}, which look exactly like a stuck rank"
     if family == "crash_no_dump":
