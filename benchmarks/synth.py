@@ -9,6 +9,11 @@ timestamps, thread ids) per rank in a process pool.
 
 Usage:
     python -m benchmarks.synth OUT --ranks N --entries E [--fault stuck --culprit R]
+    python -m benchmarks.synth OUT --family FAMILY [--seed S]
+
+The second form writes a small (8-64 ranks) NCCL-shaped set of one of the
+corpus's fault families with a random layout (``benchmarks.corpus``), with the
+corpus's ``truth.json``.
 """
 
 from __future__ import annotations
@@ -378,10 +383,31 @@ def write_dump_set(
     return truth
 
 
+def write_family_set(out_dir: str | Path, family: str, seed: int = 0) -> dict:
+    """A small NCCL-shaped set of a corpus fault family (random layout from ``seed``); returns its truth.
+
+    The job, the fault and the truth are ``benchmarks.corpus``'s (see
+    ``benchmarks/README.md``); the dumps are written from a simulated run of
+    the job with NCCL's semantics. Raises ``benchmarks.corpus.CaseSkipped`` if
+    the seed gives no gradable case.
+    """
+    from benchmarks.corpus import generate_case
+
+    return generate_case("nccl", family, seed, out_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.corpus import cases_of
+
     ap = argparse.ArgumentParser(prog="python -m benchmarks.synth", description=__doc__.splitlines()[0])
     ap.add_argument("out", help="output directory (existing dump files in it are replaced)")
-    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--ranks", type=int, default=None, help="world size (required without --family)")
+    ap.add_argument(
+        "--family",
+        choices=cases_of("nccl"),
+        default=None,
+        help="write a small set of this corpus fault family instead (layout and fault from --seed)",
+    )
     ap.add_argument("--entries", type=int, default=2000, help="ring buffer size per rank")
     ap.add_argument("--fault", choices=("stuck", "none"), default="stuck")
     ap.add_argument(
@@ -401,6 +427,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--processes", type=int, default=None)
     args = ap.parse_args(argv)
+    if args.family:
+        truth = write_family_set(args.out, args.family, seed=args.seed)
+        print(
+            f"wrote {truth['family']} ({truth['layout']['world_size']} ranks, tp {truth['layout']['tp']} "
+            f"pp {truth['layout']['pp']} dp {truth['layout']['dp']}) to {args.out}; culprits {truth['culprit_ranks']}",
+            file=sys.stderr,
+        )
+        return 0
+    if args.ranks is None:
+        ap.error("--ranks is required (or give --family)")
     truth = write_dump_set(
         args.out,
         args.ranks,

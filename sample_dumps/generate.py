@@ -662,7 +662,7 @@ def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
     os._exit(1 if skip_dump else 0)
 
 
-def _warm_up_symbolizer(cpp: bool = False) -> None:
+def _warm_up_symbolizer() -> None:
     """Pay the one-time cost of stack symbolization before forking.
 
     The first Flight Recorder dump with stack traces spends seconds setting up
@@ -671,7 +671,7 @@ def _warm_up_symbolizer(cpp: bool = False) -> None:
     try:
         from torch._C._profiler import gather_traceback, symbolize_tracebacks
 
-        symbolize_tracebacks([gather_traceback(True, True, cpp)])
+        symbolize_tracebacks([gather_traceback(True, True, False)])
     except (ImportError, RuntimeError):
         pass
 
@@ -687,7 +687,9 @@ def launch_ranks(plan_path: str, run_rank_fn: Any = None) -> None:
     import torch.distributed  # noqa: F401
 
     plan = json.loads(Path(plan_path).read_text())
-    _warm_up_symbolizer(cpp=bool(plan.get("cpp_stacks")))
+    # Python frames only: a C++ symbolizer started here would be one helper process
+    # whose pipes every forked rank shares (their dumps then hang reading it).
+    _warm_up_symbolizer()
     body = run_rank_fn or run_rank
     pids = []
     for rank in range(plan["layout"]["world_size"]):

@@ -109,7 +109,10 @@ def _notes(plan: CasePlan, culprits: list[int], obs: Observation) -> tuple[list[
             f"rank(s) {culprits} blocked outside any recorded collective where a peer waits for them"
         )
     if any(f.action == "crash" and f.arg == "exit" for f in plan.faults):
-        shows.append("the culprit's process exited: gloo peers of it saw connection errors")
+        shows.append(
+            "the culprit's process exited: gloo peers that shared a group with it got connection errors, "
+            "their op ended (retired) and they stopped"
+        )
     victims = [r for r in sorted(obs.in_p2p) if r not in culprits]
     if victims:
         shows.append(f"rank(s) {victims} are blocked in a send/recv (victims): nothing pending in their dumps")

@@ -395,8 +395,13 @@ def _sentence(f: Fault, d: dict[str, Any]) -> str:
     return f"Rank {f.rank}: {f.action} at {f.site} ({at})."
 
 
-def observation_from_sim(plan_topo: Topology, outcome: Outcome, no_dump: list[int]) -> Observation:
-    """What the simulated run shows (every entry kept: before ring buffer and onlyActive)."""
+def observation_from_sim(
+    plan_topo: Topology, outcome: Outcome, no_dump: list[int], buffer_size: int | None = None
+) -> Observation:
+    """What the simulated run shows; with ``buffer_size``, only what the ring buffer keeps.
+
+    gloo records no send/recv, so its ring holds collectives only.
+    """
     world = plan_topo.layout.world_size
     issued: dict[int, dict[str, int]] = {}
     pending: dict[int, list[dict[str, Any]]] = {}
@@ -406,9 +411,13 @@ def observation_from_sim(plan_topo: Topology, outcome: Outcome, no_dump: list[in
         last: dict[str, int] = {}
         pend = []
         held = set()
+        recorded = [e for e in outcome.entries[r] if outcome.mode == "nccl" or isinstance(e.op, Coll)]
+        kept = {id(e) for e in recorded[-buffer_size:]} if buffer_size else {id(e) for e in recorded}
         for e in outcome.entries[r]:
             if isinstance(e.op, Coll):
                 last[e.op.group.name] = max(last.get(e.op.group.name, 0), e.op.seq)
+                if id(e) not in kept:
+                    continue
                 held.add((e.op.group.name, e.op.seq))
                 if e.state != "completed" and r not in no_dump:
                     pend.append(
@@ -477,6 +486,11 @@ def culprits_and_visibility(
             return [], "no rank is singled out: the blocked send/recv leaves no trace"
         return singled, None
     extra = sorted(set(singled) - set(injected))
+    if family == "crash_no_dump":
+        # A gloo peer of a dead process gets a connection error: its op ends (retired) and the
+        # rank stops. Ranks that share a group with a rank without a dump are explained by it.
+        dead = set(obs.dumps_missing)
+        extra = [r for r in extra if not any(dead & set(g.ranks) for g in topo.member_groups(r) if g.kind != "default")]
     if extra:
         return injected, f"the dumps also single out rank(s) {extra}, which look exactly like a stuck rank"
     if family == "crash_no_dump":
@@ -528,7 +542,7 @@ def draw(kind: str, family: str, seed: int, max_attempts: int = 60) -> CasePlan:
         healthy = record(topo, cfg) if faults else programs
         diverged = [_divergence(topo, cfg, f, healthy, programs) for f in faults]
         no_dump = sorted(f.rank for f in faults if f.action == "crash")
-        obs = observation_from_sim(topo, outcome, no_dump)
+        obs = observation_from_sim(topo, outcome, no_dump, variants.buffer_size)
         _, hidden = culprits_and_visibility(kind, family, faults, diverged, obs, topo)
         if hidden is not None:
             reasons.append(hidden)

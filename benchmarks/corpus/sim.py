@@ -115,6 +115,8 @@ def simulate(programs: Programs, mode: str) -> Outcome:
     sends: dict[tuple[int, int], list[Entry]] = defaultdict(list)
     recvs: dict[tuple[int, int], list[Entry]] = defaultdict(list)
     hung: set[tuple[str, int]] = set()
+    # gloo broadcast (group, seq) -> every member that issued it, completed or not
+    bcast_posted: dict[tuple[str, int], dict[int, Entry]] = defaultdict(dict)
 
     def tick(rank: int, ns: int) -> int:
         clock[rank] += ns
@@ -224,6 +226,9 @@ def simulate(programs: Programs, mode: str) -> Outcome:
                     by_key[(e.op.group.name, e.op.seq)][rank] = e
         for key, got in by_key.items():
             group = next(iter(got.values())).op.group
+            if gloo and any(e.op.op == "broadcast" for e in got.values()):  # type: ignore[union-attr]
+                moved |= gloo_broadcast(key, group.ranks, got)
+                continue
             if len(got) < len(group.ranks) or key in hung:
                 continue
             ops = [got[r].op for r in group.ranks]
@@ -236,6 +241,28 @@ def simulate(programs: Programs, mode: str) -> Outcome:
                 continue
             finish(list(got.values()))
             moved = True
+        return moved
+
+    def gloo_broadcast(key: tuple[str, int], members: tuple[int, ...], got: dict[int, Entry]) -> bool:
+        """gloo's binomial-tree broadcast: a rank is done once it has received and its children posted.
+
+        A member that is absent (not there yet, or in another op) blocks only its
+        parent's send and its own subtree; the other members complete.
+        """
+        posted = bcast_posted[key]
+        for r, e in got.items():
+            if e.op.op == "broadcast":  # type: ignore[union-attr]
+                posted[r] = e
+        if len({e.op.in_spec.nbytes for e in posted.values()}) > 1:  # type: ignore[union-attr]
+            raise Abort(f"broadcast in group {key[0]} seq {key[1]} with different byte counts")
+        here = {members.index(r) for r in posted}
+        moved = False
+        t = max(e.t_started or e.t_created for e in posted.values()) + _duration(next(iter(posted.values())).op)
+        for v in sorted(here):
+            e = posted[members[v]]
+            if e.state != "completed" and _broadcast_done(v, len(members), here):
+                complete(e, t)
+                moved = True
         return moved
 
     def match_p2p() -> bool:
@@ -300,6 +327,21 @@ def simulate(programs: Programs, mode: str) -> Outcome:
             site = progs[rank][pc[rank]].site if pc[rank] < len(progs[rank]) else "the end of training"  # type: ignore[union-attr]
             waiting[rank] = f"host sync in {site}; device queue stopped at {where}"
     return Outcome(mode, entries, final, waiting, stalled, sorted(hung, key=lambda k: (int(k[0]), k[1])))
+
+
+def _broadcast_done(v: int, n: int, here: set[int]) -> bool:
+    """Whether virtual rank ``v`` (root 0) of gloo's binomial-tree broadcast over ``n`` ranks completes
+    when the virtual ranks in ``here`` take part: it must receive (its whole path from the root is
+    there) and every child it sends to must be there to receive."""
+    u = v
+    while u:
+        if u not in here:
+            return False
+        u &= ~(1 << (u.bit_length() - 1))  # parent: clear the highest set bit
+    if 0 not in here:
+        return False
+    children = [v + (1 << j) for j in range(v.bit_length(), max(1, (n - 1).bit_length()))]
+    return all(c in here for c in children if c < n)
 
 
 def _sizes_agree(ops: list[Coll], gloo: bool) -> bool:
