@@ -17,14 +17,15 @@ import pandas as pd
 import streamlit as st
 
 from analysis import analyze_dumps
-from analysis import schema as s
+from analysis.report.export import tables_zip
 from analysis.report.report import Report
 from analysis.tables.load import load as load_dumps
 from analysis.types import DumpSet
 from analysis.views import drilldown as views
 from analysis.views.grid import Grid, group_grid
+from analysis.views.heatmap import HeatmapView, build_view, hover_labels
 
-from . import confine, figures, html_report
+from . import confine, html_report
 from .sources import fingerprint
 
 log = logging.getLogger(__name__)
@@ -77,22 +78,21 @@ def grid(loaded: Loaded, pg_key: str) -> Grid:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _group_cells(key: str, pg_key: str, _report: Report) -> pd.DataFrame:
-    c = _report.analysis.cells
-    return c.loc[c[s.PG_KEY] == pg_key, [s.RANK, s.SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].reset_index(drop=True)
+    return views.group_cells(_report.analysis, pg_key)
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)
 def _view_and_hover(
     key: str, pg_key: str, window: tuple[int, int, int, int] | None, _report: Report, _grid: Grid
-) -> tuple[figures.HeatmapView, np.ndarray | None]:
-    view = figures.build_view(_grid, window)
-    hover = None if view.aggregated else figures.hover_labels(view, _group_cells(key, pg_key, _report))
+) -> tuple[HeatmapView, np.ndarray | None]:
+    view = build_view(_grid, window)
+    hover = None if view.aggregated else hover_labels(view, _group_cells(key, pg_key, _report))
     return view, hover
 
 
 def heatmap_view(
     loaded: Loaded, pg_key: str, window: tuple[int, int, int, int] | None
-) -> tuple[figures.HeatmapView, np.ndarray | None]:
+) -> tuple[HeatmapView, np.ndarray | None]:
     """The (possibly aggregated) view of a group's grid, with hover labels for raw views."""
     return _view_and_hover(loaded.key, pg_key, window, loaded.report, grid(loaded, pg_key))
 
@@ -118,7 +118,7 @@ def html_bytes(loaded: Loaded, title: str) -> bytes:
 
 @st.cache_resource(max_entries=4, show_spinner="Packing the tables…")
 def _parquet(key: str, _report: Report) -> bytes:
-    return html_report.tables_zip(_report)
+    return tables_zip(_report)
 
 
 def parquet_zip(loaded: Loaded) -> bytes:

@@ -3,36 +3,27 @@
 The heatmap is drawn as an int8 ``go.Heatmap`` (cheap to ship) under a transparent
 ``go.Scatter`` with one marker per displayed cell. Plotly heatmaps report no points on
 click, the scatter does, so the overlay is what makes cells clickable; it also carries
-the hover text. Large groups are reduced to blocks that keep their most severe state,
-so a stuck cell never disappears, and a click on a block opens that region.
+the hover text. What it shows (a region, maybe in blocks) is
+:class:`analysis.views.heatmap.HeatmapView`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.views.grid import MISMATCHED, NOT_ISSUED, STATE_NAMES, Grid, aggregate
+from analysis.views.grid import NOT_ISSUED, STATE_NAMES
+from analysis.views.heatmap import HeatmapView, short_text
 
 #: One colour per grid code (severity order): outside buffer, completed, started,
 #: scheduled, not issued, mismatched.
 STATE_COLORS = ("#eceff1", "#a5d6a7", "#fdd835", "#fb8c00", "#e53935", "#7b1fa2")
 SUSPECT_COLOR = "#b71c1c"
 SELECT_COLOR = "#0d47a1"
-
-#: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
-#: the browser's paint time: for a 1,024 x 2,000 grid on a busy 2-core machine a page
-#: reload took 3.7 s with 48x64 blocks, 5.2 s with 96x125 and 13.7 s with 200x250.
-MAX_RAW_CELLS = 12_000
-MAX_BLOCK_ROWS = 96
-MAX_BLOCK_COLS = 125
-#: A group with a longer history opens on its newest sequence numbers (hangs are at the end).
-RECENT_SEQS = 40
 
 
 def discrete_colorscale(colors: Sequence[str]) -> list[list]:
@@ -42,116 +33,6 @@ def discrete_colorscale(colors: Sequence[str]) -> list[list]:
     for i, c in enumerate(colors):
         scale += [[i / n, c], [(i + 1) / n, c]]
     return scale
-
-
-@dataclass(frozen=True, slots=True)
-class HeatmapView:
-    """What the heatmap shows: a region of a group's grid, possibly in blocks.
-
-    Display coordinates: x is the sequence number, y is the row index inside the region
-    (full resolution), so block ``(i, j)`` is centred on
-    ``(seqs[0] + j*col_block + (col_block-1)/2, i*row_block + (row_block-1)/2)``.
-    """
-
-    pg_key: str
-    ranks: np.ndarray
-    """Ranks of the full-resolution rows in the region."""
-    row_offset: int
-    """Index of the region's first row in the group's grid."""
-    seqs: np.ndarray
-    codes: np.ndarray
-    """Displayed codes: one per cell, or one per block when aggregated."""
-    row_block: int
-    col_block: int
-
-    @property
-    def aggregated(self) -> bool:
-        return self.row_block > 1 or self.col_block > 1
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.ranks)
-
-    def x_centres(self) -> np.ndarray:
-        j = np.arange(self.codes.shape[1])
-        base = self.seqs[0] if len(self.seqs) else 0
-        return base + j * self.col_block + (self.col_block - 1) / 2
-
-    def y_centres(self) -> np.ndarray:
-        i = np.arange(self.codes.shape[0])
-        return i * self.row_block + (self.row_block - 1) / 2
-
-    def describe(self) -> str:
-        """How the region is drawn, in one sentence for the page."""
-        n_r, n_s = self.n_rows, len(self.seqs)
-        if not self.aggregated:
-            return f"{n_r} ranks x {n_s} sequence numbers, one cell per (rank, seq)."
-        return (
-            f"{n_r} ranks x {n_s} sequence numbers, aggregated: each cell = {self.row_block} "
-            f"rank{'s' if self.row_block > 1 else ''} x {self.col_block} seq{'s' if self.col_block > 1 else ''}, "
-            "showing the most severe state. Click a block (or drag a box) to open it at full resolution."
-        )
-
-    def block_at(self, x: float, y: float) -> tuple[int, int, int, int]:
-        """The region under a display point: (row0, row1) in grid rows, (seq0, seq1) inclusive."""
-        i = min(max(math.floor((y + 0.5) / self.row_block), 0), max(self.codes.shape[0] - 1, 0))
-        j = min(max(math.floor((x - self.seqs[0] + 0.5) / self.col_block), 0), max(self.codes.shape[1] - 1, 0))
-        r0 = i * self.row_block
-        r1 = min(r0 + self.row_block, self.n_rows)
-        s0 = int(self.seqs[0]) + j * self.col_block
-        s1 = min(s0 + self.col_block - 1, int(self.seqs[-1]))
-        return self.row_offset + r0, self.row_offset + r1, s0, s1
-
-    def cell_at(self, x: float, y: float) -> tuple[int, int]:
-        """(rank, seq) of the full-resolution cell under a display point."""
-        r0, _, s0, _ = self.block_at(x, y)
-        return int(self.ranks[r0 - self.row_offset]), s0
-
-    def box(self, xs: Sequence[float], ys: Sequence[float]) -> tuple[int, int, int, int]:
-        """The grid region covered by a dragged box: (row0, row1) in grid rows, (seq0, seq1) inclusive."""
-        k0 = min(max(math.floor(min(ys) + 0.5), 0), self.n_rows - 1)
-        k1 = min(max(math.floor(max(ys) + 0.5), 0), self.n_rows - 1)
-        s_lo, s_hi = int(self.seqs[0]), int(self.seqs[-1])
-        s0 = min(max(math.floor(min(xs) + 0.5), s_lo), s_hi)
-        s1 = min(max(math.floor(max(xs) + 0.5), s_lo), s_hi)
-        return self.row_offset + k0, self.row_offset + k1 + 1, s0, s1
-
-    def row_of_rank(self, rank: int) -> int | None:
-        hit = np.nonzero(self.ranks == rank)[0]
-        return int(hit[0]) if hit.size else None
-
-
-def build_view(
-    grid: Grid,
-    window: tuple[int, int, int, int] | None = None,
-    *,
-    max_raw_cells: int = MAX_RAW_CELLS,
-    max_rows: int = MAX_BLOCK_ROWS,
-    max_cols: int = MAX_BLOCK_COLS,
-) -> HeatmapView:
-    """Cut ``window`` = (row0, row1, seq0, seq1) out of the grid and aggregate it if it is large."""
-    ranks, seqs, codes = grid.ranks, grid.seqs, grid.codes
-    r0 = 0
-    if window is not None and len(seqs):
-        r0, r1, s0, s1 = window
-        r0, r1 = max(0, min(r0, len(ranks) - 1)), max(1, min(r1, len(ranks)))
-        cols = (seqs >= s0) & (seqs <= s1)
-        if cols.any() and r1 > r0:
-            ranks, seqs, codes = ranks[r0:r1], seqs[cols], codes[r0:r1][:, cols]
-        else:
-            r0 = 0
-    if codes.size > max_raw_cells:
-        shown, rb, cb = aggregate(codes, max_rows, max_cols)
-    else:
-        shown, rb, cb = codes, 1, 1
-    return HeatmapView(grid.pg_key, ranks, r0, seqs, shown, rb, cb)
-
-
-def recent_window(grid: Grid, max_cols: int = RECENT_SEQS) -> tuple[int, int, int, int] | None:
-    """The newest ``max_cols`` sequence numbers of every rank, when the group's history is longer."""
-    if len(grid.seqs) <= max_cols:
-        return None
-    return 0, len(grid.ranks), int(grid.seqs[-max_cols]), int(grid.seqs[-1])
 
 
 def _row_ticks(view: HeatmapView, suspects: set[int], max_ticks: int = 40) -> tuple[list[float], list[str]]:
@@ -190,12 +71,36 @@ def heatmap_figure(
     it the overlay labels cells with their coordinates only (kept small for big grids).
     ``selected`` is a (rank, seq) to outline.
     """
+    fig = go.Figure([_state_trace(view), _overlay(view, hover)])
+    suspects_set = {int(r) for r in suspects}
+    _layout(fig, view, suspects_set, title)
+    x_lo, x_hi = _x_range(view)
+    if wavefront_seq is not None and x_lo <= wavefront_seq <= x_hi:
+        fig.add_vline(
+            x=wavefront_seq,
+            line={"color": "#212121", "width": 2, "dash": "dash"},
+            annotation_text=f"wavefront seq {wavefront_seq}",
+            annotation_position="top",
+            annotation_yanchor="bottom",
+            annotation_font={"size": 11},
+        )
+    _mark_suspects(fig, view, suspects_set)
+    if selected is not None:
+        _mark_selected(fig, view, selected)
+    return fig
+
+
+def _x_range(view: HeatmapView) -> tuple[float, float]:
+    x_lo = (view.seqs[0] if len(view.seqs) else 0) - 0.5
+    return x_lo, x_lo + view.codes.shape[1] * view.col_block
+
+
+def _state_trace(view: HeatmapView) -> go.Heatmap:
+    """The grid's codes as a discrete-colour heatmap (no hover: the overlay has it)."""
     n_i, n_j = view.codes.shape
     xs, ys = view.x_centres(), view.y_centres()
-    x_lo = (view.seqs[0] if len(view.seqs) else 0) - 0.5
-    x_hi = x_lo + n_j * view.col_block
-    y_hi = n_i * view.row_block - 0.5
-    heat = go.Heatmap(
+    small = n_j <= 120 and n_i <= 120
+    return go.Heatmap(
         z=view.codes,
         x0=float(xs[0]) if n_j else 0.0,
         dx=view.col_block,
@@ -214,54 +119,53 @@ def heatmap_figure(
             "y": 1,
         },
         hoverinfo="skip",
-        xgap=1 if n_j <= 120 and n_i <= 120 else 0,
-        ygap=1 if n_j <= 120 and n_i <= 120 else 0,
+        xgap=1 if small else 0,
+        ygap=1 if small else 0,
         name="state",
     )
+
+
+def _overlay(view: HeatmapView, hover: np.ndarray | None) -> go.Scatter:
+    """One transparent marker per displayed cell: what makes cells clickable, and their hover text."""
+    n_i, n_j = view.codes.shape
     yy, xx = np.divmod(np.arange(n_i * n_j, dtype=np.int32), max(n_j, 1))
-    px, py = xs[xx], ys[yy]
+    kw: dict = {}
     if view.aggregated:
         # Block bounds as small integers; the template turns them into ranges.
         r_first = view.ranks[np.minimum(yy * view.row_block, view.n_rows - 1)]
         r_last = view.ranks[np.minimum(yy * view.row_block + view.row_block - 1, view.n_rows - 1)]
         s_first = view.seqs[0] + xx * view.col_block
         s_last = np.minimum(s_first + view.col_block - 1, view.seqs[-1])
-        custom = np.stack([r_first, r_last, s_first, s_last, view.codes.ravel()], axis=1).astype(np.int32)
-        overlay = go.Scatter(
-            x=px,
-            y=py,
-            mode="markers",
-            marker={"size": max(6, min(14, 600 // max(n_i, n_j, 1))), "opacity": 0, "color": "#000"},
-            customdata=custom,
-            hovertemplate="ranks %{customdata[0]}-%{customdata[1]}<br>seqs %{customdata[2]}-%{customdata[3]}<extra></extra>",
-            showlegend=False,
-            name="cells",
-        )
+        kw["customdata"] = np.stack([r_first, r_last, s_first, s_last, view.codes.ravel()], axis=1).astype(np.int32)
+        kw["hovertemplate"] = "ranks %{customdata[0]}-%{customdata[1]}<br>seqs %{customdata[2]}-%{customdata[3]}"
+        kw["hovertemplate"] += "<extra></extra>"
+        size = max(6, min(14, 600 // max(n_i, n_j, 1)))
     else:
-        rank_of_row = view.ranks[yy]
-        kw: dict = {}
         if hover is not None:
             kw["hovertext"] = np.asarray(hover, dtype=object).ravel()
             kw["hovertemplate"] = "%{hovertext}<extra></extra>"
         else:
-            kw["customdata"] = rank_of_row.astype(np.int32)
+            kw["customdata"] = view.ranks[yy].astype(np.int32)
             kw["hovertemplate"] = "rank %{customdata} · seq %{x}<extra></extra>"
-        overlay = go.Scatter(
-            x=px,
-            y=py,
-            mode="markers",
-            marker={"size": max(6, min(16, 600 // max(n_i, n_j, 1))), "opacity": 0, "color": "#000"},
-            showlegend=False,
-            name="cells",
-            **kw,
-        )
-    fig = go.Figure([heat, overlay])
-    suspects_set = {int(r) for r in suspects}
-    tickvals, ticktext = _row_ticks(view, suspects_set)
+        size = max(6, min(16, 600 // max(n_i, n_j, 1)))
+    return go.Scatter(
+        x=view.x_centres()[xx],
+        y=view.y_centres()[yy],
+        mode="markers",
+        marker={"size": size, "opacity": 0, "color": "#000"},
+        showlegend=False,
+        name="cells",
+        **kw,
+    )
+
+
+def _layout(fig: go.Figure, view: HeatmapView, suspects: set[int], title: str | None) -> None:
+    x_lo, x_hi = _x_range(view)
+    tickvals, ticktext = _row_ticks(view, suspects)
     fig.update_layout(
         height=_height(view),
         margin={"l": 10, "r": 10, "t": 64 if title else 44, "b": 40},
-        title={"text": _short(title, 120), "font": {"size": 14}} if title else None,
+        title={"text": short_text(title, 120), "font": {"size": 14}} if title else None,
         hovermode="closest",
         hoverdistance=-1,
         plot_bgcolor="#ffffff",
@@ -273,7 +177,7 @@ def heatmap_figure(
             "zeroline": False,
         },
         yaxis={
-            "range": [y_hi, -0.5],
+            "range": [view.codes.shape[0] * view.row_block - 0.5, -0.5],
             "tickvals": tickvals,
             "ticktext": ticktext,
             "showgrid": False,
@@ -282,16 +186,10 @@ def heatmap_figure(
         },
         uirevision=f"{view.pg_key}:{view.row_offset}:{x_lo}",
     )
-    if wavefront_seq is not None and x_lo <= wavefront_seq <= x_hi:
-        fig.add_vline(
-            x=wavefront_seq,
-            line={"color": "#212121", "width": 2, "dash": "dash"},
-            annotation_text=f"wavefront seq {wavefront_seq}",
-            annotation_position="top",
-            annotation_yanchor="bottom",
-            annotation_font={"size": 11},
-        )
-    for k, rank in enumerate(sorted(suspects_set)[:64]):
+
+
+def _mark_suspects(fig: go.Figure, view: HeatmapView, suspects: set[int]) -> None:
+    for rank in sorted(suspects)[:64]:
         row = view.row_of_rank(rank)
         if row is None:
             continue
@@ -304,65 +202,30 @@ def heatmap_figure(
             layer="above",
             name=f"suspect {rank}",
         )
-    if selected is not None:
-        row = view.row_of_rank(selected[0])
-        if row is not None and x_lo <= selected[1] <= x_hi:
-            r_lo = (row // view.row_block) * view.row_block - 0.5
-            c_lo = x_lo + ((selected[1] - int(view.seqs[0])) // view.col_block) * view.col_block
-            fig.add_shape(
-                type="rect",
-                x0=c_lo,
-                x1=c_lo + view.col_block,
-                y0=r_lo,
-                y1=r_lo + view.row_block,
-                line={"color": SELECT_COLOR, "width": 3},
-                layer="above",
-                name="selected",
-            )
-    return fig
+
+
+def _mark_selected(fig: go.Figure, view: HeatmapView, selected: tuple[int, int]) -> None:
+    x_lo, x_hi = _x_range(view)
+    row = view.row_of_rank(selected[0])
+    if row is None or not x_lo <= selected[1] <= x_hi:
+        return
+    r_lo = (row // view.row_block) * view.row_block - 0.5
+    c_lo = x_lo + ((selected[1] - int(view.seqs[0])) // view.col_block) * view.col_block
+    fig.add_shape(
+        type="rect",
+        x0=c_lo,
+        x1=c_lo + view.col_block,
+        y0=r_lo,
+        y1=r_lo + view.row_block,
+        line={"color": SELECT_COLOR, "width": 3},
+        layer="above",
+        name="selected",
+    )
 
 
 def _height(view: HeatmapView) -> int:
     rows = view.codes.shape[0]
     return int(min(640, max(260, 22 * rows + 110)))
-
-
-def hover_labels(view: HeatmapView, cells: pd.DataFrame) -> np.ndarray:
-    """One hover label per full-resolution cell: rank, seq, state, and op/sizes/dtypes where recorded.
-
-    ``cells`` has columns rank, collective_seq_id, op, input_sizes, input_dtypes for this group.
-    """
-    from analysis import schema as s
-
-    n_i, n_j = view.codes.shape
-    names = np.array(STATE_NAMES, dtype=object)[view.codes]
-    labels = np.empty((n_i, n_j), dtype=object)
-    for i in range(n_i):
-        rank = int(view.ranks[i])
-        for j in range(n_j):
-            labels[i, j] = f"rank {rank} · seq {int(view.seqs[j])}<br>{names[i, j]}"
-    if cells is None or cells.empty or not n_i or not n_j:
-        return labels
-    row_of = {int(r): i for i, r in enumerate(view.ranks)}
-    seq0 = int(view.seqs[0])
-    sub = cells.loc[(cells[s.SEQ] >= seq0) & (cells[s.SEQ] <= int(view.seqs[-1]))]
-    for rank, seq, op, sizes, dtypes in sub[[s.RANK, s.SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].itertuples(
-        index=False
-    ):
-        i = row_of.get(int(rank))
-        if i is None:
-            continue
-        j = int(seq) - seq0
-        labels[i, j] = (
-            f"rank {int(rank)} · seq {int(seq)}<br>{_short(op)} · in {_short(sizes)} · {_short(dtypes)}<br>{names[i, j]}"
-        )
-    return labels
-
-
-def _short(value: object, limit: int = 60) -> str:
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def arrivals_figure(
@@ -412,16 +275,3 @@ def arrivals_figure(
         plot_bgcolor="#ffffff",
     )
     return fig
-
-
-__all__ = [
-    "MAX_RAW_CELLS",
-    "MISMATCHED",
-    "STATE_COLORS",
-    "HeatmapView",
-    "arrivals_figure",
-    "build_view",
-    "discrete_colorscale",
-    "heatmap_figure",
-    "hover_labels",
-]

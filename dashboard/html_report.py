@@ -1,4 +1,4 @@
-"""The postmortem export: one self-contained HTML page, and the tables as Parquet in a zip.
+"""The postmortem export: one self-contained HTML page.
 
 The HTML inlines plotly.js so it opens offline. Every string that came from a dump is
 escaped before it is written.
@@ -7,14 +7,14 @@ escaped before it is written.
 from __future__ import annotations
 
 import html
-import io
-import zipfile
 from datetime import UTC, datetime
 
 import pandas as pd
 
 from analysis.report.report import Report
+from analysis.views.drilldown import suspect_stack
 from analysis.views.grid import group_grid
+from analysis.views.heatmap import build_view, recent_window
 
 from . import figures, tables
 
@@ -35,13 +35,25 @@ def wavefront_figure(report: Report):
     grid = group_grid(report.analysis, w.pg_key)
     if grid.codes.size == 0:
         return None
-    view = figures.build_view(grid, figures.recent_window(grid))
+    view = build_view(grid, recent_window(grid))
     return figures.heatmap_figure(
         view,
         wavefront_seq=w.collective_seq_id,
         suspects=report.suspect_ranks,
         title=f"group {w.pg_name} ({w.pg_desc or 'no description'})",
     )
+
+
+def _suspect_stack(report: Report, rank: int) -> tuple[str, list[str]]:
+    """Where a suspect was (in words) and its call stack there."""
+    w = report.wavefront
+    found = suspect_stack(report.analysis, rank, None if w is None else (w.pg_key, w.collective_seq_id))
+    if found is None:
+        return "no entry of this rank recorded a call stack", []
+    if found.at_wavefront:
+        return f"at the wavefront: group {found.pg_name} seq {found.seq} ({found.op})", found.frames
+    where = f"newest entry with a stack: group {found.pg_name} seq {found.seq} ({found.op}, {found.state})"
+    return where, found.frames
 
 
 def build_html(report: Report, title: str = "Flight Deck report") -> str:
@@ -81,7 +93,7 @@ def build_html(report: Report, title: str = "Flight Deck report") -> str:
     if report.suspect_ranks:
         parts.append("<h2>Suspect call stacks</h2>")
         for rank in report.suspect_ranks[:16]:
-            where, frames = tables.suspect_stack(report, rank)
+            where, frames = _suspect_stack(report, rank)
             parts.append(f"<h3>Rank {_esc(rank)}</h3><p>{_esc(where)}</p><pre>{_esc(tables.frames_text(frames))}</pre>")
     chain = tables.wait_chain(report)
     if not chain.empty:
@@ -91,25 +103,3 @@ def build_html(report: Report, title: str = "Flight Deck report") -> str:
         parts.append("<h2>Files not used</h2>" + _frame_html(tables.file_errors_table(report)))
     parts.append("</body></html>")
     return "\n".join(parts)
-
-
-def tables_zip(report: Report) -> bytes:
-    """Every table of the report as ``<name>.parquet`` inside one zip."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, df in report.tables.items():
-            part = io.BytesIO()
-            _parquet_safe(df).to_parquet(part, index=False)
-            zf.writestr(f"{name}.parquet", part.getvalue())
-    return buf.getvalue()
-
-
-def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Columns holding Python lists or mixed objects become text so Parquet accepts them."""
-    out = df.copy()
-    for col in out.columns:
-        if out[col].dtype == object:
-            sample = out[col].dropna().head(50)
-            if not sample.map(lambda v: isinstance(v, str)).all():
-                out[col] = out[col].map(lambda v: None if v is None else str(v))
-    return out
