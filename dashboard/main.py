@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from . import data, state, timings
+from . import data, sources, state, timings
+from .args import parse_args
 from .components import drilldown, export, heatmap, overview, sidebar, verdict, wavefront
 from .components.text import md_escape
-from .sources import parse_args
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def _page(argv: Sequence[str]) -> None:
     args = parse_args(argv)
     ss = st.session_state
     state.hydrate(ss, st.query_params)
-    sidebar.remove_orphan_uploads()
+    sources.UPLOADS.tidy()
 
     source = sidebar.dump_source(args)
     st.title("Flight Deck", anchor=False)

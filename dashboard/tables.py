@@ -32,9 +32,17 @@ def group_label(name: str, desc: str, size: int) -> str:
 
 
 def progress_table(report: Report, order: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per process group: how far its members got, and who is behind."""
+    """One row per process group: how far its members got, and who is behind.
+
+    ``order`` lists group keys (two groups may share a name: Megatron creates several
+    groups under one description and torch may reuse a name with another rank list).
+    """
+    groups = list(report.process_groups)
+    if order is not None:
+        pos = {k: i for i, k in enumerate(order)}
+        groups.sort(key=lambda g: pos.get(g["pg_key"], len(pos)))
     rows = []
-    for g in report.process_groups:
+    for g in groups:
         enq_lo, enq_hi = g.get("enqueued_min"), g.get("enqueued_max")
         done_lo, done_hi = g.get("completed_min"), g.get("completed_max")
         spread = None if enq_hi is None or done_lo is None else int(enq_hi) - int(done_lo)
@@ -42,6 +50,7 @@ def progress_table(report: Report, order: Sequence[str] | None = None) -> pd.Dat
             {
                 "group": str(g["pg_name"]),
                 "description": str(g.get("pg_desc") or ""),
+                "ranks": compact_ranks(g.get("ranks") or [], limit=4),
                 "size": int(g.get("size") or len(g.get("ranks", []))),
                 "enqueued (min..max)": _span(enq_lo, enq_hi),
                 "completed (min..max)": _span(done_lo, done_hi),
@@ -50,20 +59,7 @@ def progress_table(report: Report, order: Sequence[str] | None = None) -> pd.Dat
                 "ranks without dump": compact_ranks(g.get("ranks_without_dump") or []),
             }
         )
-    df = pd.DataFrame(rows)
-    if order is not None and not df.empty:
-        keys = _keys_by_name(report)
-        pos = {k: i for i, k in enumerate(order)}
-        df["_order"] = [pos.get(keys.get(n, n), len(pos)) for n in df["group"]]
-        df = df.sort_values(["_order", "group"]).drop(columns="_order").reset_index(drop=True)
-    return df
-
-
-def _keys_by_name(report: Report) -> dict[str, str]:
-    a = report.analysis
-    if a is None:
-        return {}
-    return {g.name: k for k, g in a.groups.groups.items()}
+    return pd.DataFrame(rows)
 
 
 def _span(lo: Any, hi: Any) -> str:
@@ -120,54 +116,6 @@ def frames_text(frames: Sequence[str]) -> str:
 
 def file_errors_table(report: Report) -> pd.DataFrame:
     return pd.DataFrame({"file": [e.file for e in report.file_errors], "reason": [e.error for e in report.file_errors]})
-
-
-def suspect_stack(report: Report, rank: int) -> tuple[str, list[str]]:
-    """Where a suspect rank was and its call stack: at the wavefront if it got there,
-    else its newest entry that recorded a stack."""
-    from analysis import schema as s
-    from analysis.views import drilldown as views
-
-    a = report.analysis
-    w = report.wavefront
-    if a is None:
-        return "no analysis", []
-    if w is not None and w.collective_seq_id is not None and rank in w.pg_ranks:
-        entry = views.entry_at(a, w.pg_key, rank, int(w.collective_seq_id))
-        if entry and entry.get(s.STACK_ID) is not None:
-            where = f"at the wavefront: group {w.pg_name} seq {w.collective_seq_id} ({entry.get(s.OP)})"
-            return where, views.stack_frames(a, int(entry[s.STACK_ID]))
-    mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
-    mine = mine.loc[mine[s.STACK_ID].notna().to_numpy()]
-    if mine.empty:
-        return "no entry of this rank recorded a call stack", []
-    last = mine.sort_values(s.RECORD_ID).iloc[-1]
-    where = f"newest entry with a stack: group {last[s.PG_NAME]} seq {last[s.SEQ]} ({last[s.OP]}, {last[s.STATE]})"
-    return where, views.stack_frames(a, int(last[s.STACK_ID]))
-
-
-def cell_stack(report: Report, pg_key: str, rank: int, seq: int) -> tuple[dict[str, Any] | None, bool, list[str]]:
-    """The entry the drill-down shows for (rank, seq) of a group, and its call stack.
-
-    Returns ``(entry, exact, frames)``: the rank's entry at ``seq`` when it has one
-    (``exact`` True); otherwise its newest entry in that group (the collective it is
-    waiting in or last got to), or None when it recorded nothing there.
-    """
-    from analysis import schema as s
-    from analysis.views import drilldown as views
-
-    a = report.analysis
-    entry = views.entry_at(a, pg_key, rank, seq)
-    exact = entry is not None
-    if entry is None:
-        name = a.groups.groups[pg_key].name
-        mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
-        mine = mine.loc[(mine[s.PG_NAME].astype(str) == name).to_numpy()]
-        if not mine.empty:
-            row = mine.sort_values(s.RECORD_ID).iloc[-1]
-            entry = {k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
-    sid = None if entry is None else entry.get(s.STACK_ID)
-    return entry, exact, views.stack_frames(a, None if sid is None else int(sid))
 
 
 def states_at(grid, seq: int) -> dict[int, int]:
