@@ -53,6 +53,11 @@ NEUTRAL_OTHER = "/workspace/"
 
 FR_BUFFER_SIZE = "2000"
 BLOCK_TIMEOUT_S = 1.5  # a wait longer than this marks the rank as blocked
+#: A slow job must go on after each wait: a gloo wait that times out breaks its
+#: connection, so there the waits are given far longer than the slow rank sleeps.
+SLOW_JOB_TIMEOUT_S = 30.0
+#: In a slow job, a snapshot is taken once the slow rank has slept this long (its peers wait by then).
+SLOW_SETTLE_S = 1.2
 POLL_S = 0.05
 
 SCENARIOS: dict[str, str] = {
@@ -66,6 +71,7 @@ SCENARIOS: dict[str, str] = {
     "p2p_unposted": "a pipeline stage never posts its recv for activations",
     "missing_dump": "culprit is stuck before a DP all_reduce and never dumps",
     "two_culprits": "two ranks in different TP groups are stuck in compute",
+    "slow_compute": "culprit is slow, not stuck: it sleeps before the TP all_reduce of every step from the fault on",
 }
 
 EXPECTED_CLASS: dict[str, str | None] = {
@@ -79,6 +85,7 @@ EXPECTED_CLASS: dict[str, str | None] = {
     "p2p_unposted": "missing_participant",
     "missing_dump": "missing_dump",
     "two_culprits": "missing_participant",
+    "slow_compute": "missing_participant",
 }
 
 # Every committed set: directory name -> generate() keyword arguments.
@@ -99,7 +106,18 @@ ALL_SETS: dict[str, dict[str, Any]] = {
         "fill_pg_config": True,
     },
     "large_32_stuck": {"scenario": "stuck_compute", "world_size": 32, "culprit": 19},
+    # Two snapshots of one job each (the earlier in <name>.earlier): dead or slow?
+    "stuck_twice": {"scenario": "stuck_compute", "culprit": 5, "earlier": True},
+    "slow_rank": {"scenario": "slow_compute", "culprit": 5, "steps": 8, "earlier": True},
+    # A ring buffer of 2 entries: some ranks' buffers start after the divergence.
+    "short_buffer": {"scenario": "stuck_compute", "culprit": 5, "buffer_size": 2},
 }
+
+#: The culprit of ``slow_compute`` sleeps this long per step: longer than the block timeout,
+#: so its peers are seen waiting on it, then it goes on.
+SLOW_S = 2.5
+#: Between the two snapshots (at least one slow step, so a slow job moves in between).
+SNAPSHOT_INTERVAL_S = 3.0
 
 
 # --------------------------------------------------------------------------- #
@@ -242,6 +260,10 @@ def _describe(scenario: str, culprits: list[int], layout: Layout, step: int) -> 
             f"Ranks {culprits} sleep (stuck in compute) in forward_tp_layer at step {step}, "
             "before the tensor_parallel all_reduce of their two TP groups."
         ),
+        "slow_compute": (
+            f"Rank {c} is slow, not stuck: from step {step} on it sleeps {SLOW_S} s in forward_tp_layer "
+            "before the tensor_parallel all_reduce of every step, and its peers wait for it each time."
+        ),
     }
     group_and_op: dict[str, tuple[str | None, str | None]] = {
         "healthy": (None, None),
@@ -280,6 +302,16 @@ class RankContext:
         """True when this rank must misbehave at ``point`` in the current step."""
         return self.is_culprit and self.step == self.plan["fault_step"] and self.plan["point"] == point
 
+    def slow_now(self, point: str) -> bool:
+        """True when this rank is the slow one and is at ``point`` in a step from the fault on."""
+        plan = self.plan
+        return (
+            self.is_culprit
+            and plan["scenario"] == "slow_compute"
+            and self.step >= plan["fault_step"]
+            and plan["point"] == point
+        )
+
     def log(self, message: str) -> None:
         elapsed = time.time() - self.plan["started"]
         print(f"[{elapsed:6.2f}s rank {self.rank}] {message}", flush=True)
@@ -309,7 +341,7 @@ def wait_for(ctx: RankContext, work: Any) -> None:
     waiting (so a slow peer can still complete the op) until released.
     """
     try:
-        work.wait(timeout=timedelta(seconds=BLOCK_TIMEOUT_S))
+        work.wait(timeout=timedelta(seconds=ctx.plan.get("block_timeout_s", BLOCK_TIMEOUT_S)))
         return
     except RuntimeError as exc:
         ctx.log(f"wait raised: {str(exc).splitlines()[0][:200]}")
@@ -351,6 +383,10 @@ def forward_tp_layer(ctx: RankContext, hidden: Any) -> Any:
     wait_for(ctx, dist.all_gather_into_tensor(gathered, shard, group=tp, async_op=True))
 
     partial = hidden.clone()
+    if ctx.slow_now("tp_forward_all_reduce"):
+        ctx.set_state("slow")
+        time.sleep(ctx.plan["slow_s"])
+        ctx.set_state("running")
     if ctx.fault("tp_forward_all_reduce"):
         scenario = ctx.plan["scenario"]
         if scenario in ("stuck_compute", "two_culprits", "missing_dump"):
@@ -600,23 +636,25 @@ def _summarize(dump: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
-    """Wait for the parent's signal, write the dump, wait for release, exit."""
+    """Wait for the parent's signal, write the dump (once per snapshot), wait for release, exit."""
     import torch
 
-    while not (ctx.state_dir / "dump_now").exists():
-        if time.time() > ctx.deadline:
-            os._exit(4)
-        time.sleep(POLL_S)
-    if not skip_dump:
+    for k, out_dir in enumerate(ctx.plan["dump_dirs"]):
+        while not (ctx.state_dir / f"dump_now_{k}").exists():
+            if time.time() > ctx.deadline:
+                os._exit(4)
+            time.sleep(POLL_S)
+        if skip_dump:
+            continue
         t0 = time.time()
         raw = torch._C._distributed_c10d._dump_fr_trace()
-        ctx.log(f"dumped in {time.time() - t0:.2f}s")
+        ctx.log(f"dump {k} in {time.time() - t0:.2f}s")
         data, dump = _scrub_dump(raw)
-        summary = ctx.state_dir / f"summary_{ctx.rank}.json"
+        summary = ctx.state_dir / f"summary_{k}_{ctx.rank}.json"
         summary.write_text(json.dumps(_summarize(dump)))
-        tmp = ctx.out_dir / f".rank_{ctx.rank}.tmp"
+        tmp = Path(out_dir) / f".rank_{ctx.rank}.tmp"
         tmp.write_bytes(data)
-        os.replace(tmp, ctx.out_dir / f"rank_{ctx.rank}")
+        os.replace(tmp, Path(out_dir) / f"rank_{ctx.rank}")
     while not ctx.released():
         time.sleep(POLL_S)
     sys.stdout.flush()
@@ -672,7 +710,7 @@ def run_rank(plan: dict[str, Any], rank: int) -> None:
         layout=layout,
         plan=plan,
         state_dir=Path(plan["state_dir"]),
-        out_dir=Path(plan["out_dir"]),
+        out_dir=Path(plan["dump_dirs"][-1]),
         deadline=plan["deadline"],
     )
     skip_dump = plan["scenario"] == "missing_dump" and ctx.is_culprit
@@ -734,6 +772,7 @@ def _fault_point(scenario: str, layout: Layout) -> str | None:
         "p2p_unposted": "recv_activations",
         "missing_dump": "dp_bucket0" if layout.dp > 1 else "tp_forward_all_reduce",
         "two_culprits": "tp_forward_all_reduce",
+        "slow_compute": "tp_forward_all_reduce",
     }[scenario]
 
 
@@ -767,95 +806,149 @@ def generate(
     *,
     tp: int | None = None,
     pp: int | None = None,
+    buffer_size: int | None = None,
+    earlier_dir: Path | None = None,
+    earlier_when: str = "settled",
+    interval_s: float = SNAPSHOT_INTERVAL_S,
 ) -> dict:
     """Run one scenario with real processes; write the dumps and scenario.json.
 
-    Returns the scenario.json content. Raises RuntimeError if the run did not
-    produce the expected dump files before its deadline.
+    ``buffer_size`` sets the Flight Recorder's ring buffer (default 2000 entries).
+    With ``earlier_dir`` the job is dumped twice: first into ``earlier_dir`` (when every
+    rank has settled, or with ``earlier_when="fault"`` as soon as the culprit stops or
+    slows), then, at least ``interval_s`` later and once every rank has settled again,
+    into ``out_dir``. Returns the content of ``out_dir``'s scenario.json. Raises
+    RuntimeError if the run did not produce the expected dump files before its deadline.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {sorted(SCENARIOS)}")
     if steps < 2:
         raise ValueError("steps must be >= 2")
+    if earlier_when not in ("settled", "fault"):
+        raise ValueError(f"earlier_when must be 'settled' or 'fault', not {earlier_when!r}")
     import torch
 
     layout = default_layout(world_size, tp, pp)
     culprits = _choose_culprits(scenario, layout, culprit, seed)
-    fault_step = _fault_step(steps)
-    fault, group_desc, op = _describe(scenario, culprits, layout, fault_step)
-    suspects = sorted(culprits)
-    if scenario == "p2p_unposted":
-        pp_ranks = layout.group_of(layout.pp_groups(), culprits[0])
-        sender = pp_ranks[pp_ranks.index(culprits[0]) - 1]
-        suspects = sorted([culprits[0], sender])
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for old in list(out_dir.glob("rank_*")) + [out_dir / "scenario.json"]:
-        old.unlink(missing_ok=True)
+    dirs = [Path(d) for d in ([earlier_dir] if earlier_dir is not None else []) + [out_dir]]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        for old in list(d.glob("rank_*")) + [d / "scenario.json"]:
+            old.unlink(missing_ok=True)
 
     work = Path(tempfile.mkdtemp(prefix="fr_generate_"))
     started = time.time()
-    budget = 40.0 + 2.0 * world_size + 2.0 * steps
+    budget = 40.0 + 2.0 * world_size + 2.0 * steps + (interval_s + SLOW_S * steps if earlier_dir else 0.0)
     plan = {
         "scenario": scenario,
         "layout": {"world_size": world_size, "tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
         "culprits": culprits,
-        "fault_step": fault_step,
+        "fault_step": _fault_step(steps),
         "point": _fault_point(scenario, layout),
         "steps": steps,
         "seed": seed,
         "fill_pg_config": fill_pg_config,
         "port": _free_port(),
         "state_dir": str(work),
-        "out_dir": str(out_dir.resolve()),
+        "dump_dirs": [str(d.resolve()) for d in dirs],
+        "slow_s": SLOW_S,
+        "block_timeout_s": SLOW_JOB_TIMEOUT_S if scenario == "slow_compute" else BLOCK_TIMEOUT_S,
         "started": started,
         "deadline": started + budget,
     }
+    summaries = _run(plan, work, buffer_size, earlier_when, interval_s)
+    info = _scenario_info(scenario, culprits, layout, plan, fill_pg_config, buffer_size)
+    tail = {"torch_version": torch.__version__, "generation_seconds": round(time.time() - started, 1)}
+    for k, d in enumerate(dirs):
+        head, rest = _split_after(info, "expected")
+        snapshot = {**head, "observed": _observed(summaries[k], world_size), "torch_version": tail["torch_version"]}
+        snapshot.update(rest)
+        snapshot["generation_seconds"] = tail["generation_seconds"]
+        if len(dirs) > 1:
+            snapshot["snapshot"] = {"taken": "earlier" if k == 0 else "later", "other": dirs[1 - k].name}
+            if k == 0:
+                snapshot["snapshot"]["when"] = earlier_when
+            else:
+                snapshot["snapshot"]["interval_s"] = interval_s
+        (d / "scenario.json").write_text(json.dumps(snapshot, indent=2) + "\n")
+    return snapshot
+
+
+def _split_after(d: dict, key: str) -> tuple[dict, dict]:
+    keys = list(d)
+    cut = keys.index(key) + 1
+    return {k: d[k] for k in keys[:cut]}, {k: d[k] for k in keys[cut:]}
+
+
+def _scenario_info(
+    scenario: str, culprits: list[int], layout: Layout, plan: dict, fill_pg_config: bool, buffer_size: int | None
+) -> dict:
+    """What was injected and what an analyser should conclude (the scenario.json fields)."""
+    fault_step = plan["fault_step"]
+    fault, group_desc, op = _describe(scenario, culprits, layout, fault_step)
+    suspects = sorted(culprits)
+    if scenario == "p2p_unposted":
+        pp_ranks = layout.group_of(layout.pp_groups(), culprits[0])
+        suspects = sorted([culprits[0], pp_ranks[pp_ranks.index(culprits[0]) - 1]])
+    info = {
+        "scenario": scenario,
+        "world_size": layout.world_size,
+        "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
+        "injected_ranks": culprits,
+        "fault": fault,
+        "fault_step": None if scenario == "healthy" else fault_step,
+        "fault_group_desc": group_desc,
+        "fault_op": op,
+        "steps": plan["steps"],
+        "expected": {"failure_class": EXPECTED_CLASS[scenario], "suspect_ranks": suspects},
+        "seed": plan["seed"],
+        "fill_pg_config": fill_pg_config,
+    }
+    if buffer_size is not None:
+        info["buffer_size"] = buffer_size
+    if scenario == "p2p_unposted":
+        info["expected"]["note"] = P2P_NOTE
+    return info
+
+
+def _run(plan: dict, work: Path, buffer_size: int | None, earlier_when: str, interval_s: float) -> list[dict]:
+    """Start the ranks, take each snapshot, release them; every rank's summary per snapshot."""
     plan_path = work / "plan.json"
     plan_path.write_text(json.dumps(plan))
-
+    world_size = plan["layout"]["world_size"]
+    env = _child_env()
+    if buffer_size is not None:
+        env["TORCH_FR_BUFFER_SIZE"] = str(buffer_size)
     log = open(work / "log.txt", "wb")  # noqa: SIM115
     launcher = subprocess.Popen(
         [sys.executable, str(SCRIPT_PATH), "--_launch", str(plan_path)],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env=_child_env(),
+        env=env,
         cwd=str(work),
         start_new_session=True,  # one process group: the launcher and its ranks
     )
     try:
-
-        def quiescent() -> bool:
-            states = []
-            for r in range(world_size):
-                try:
-                    states.append((work / f"state_{r}").read_text())
-                except FileNotFoundError:
-                    return False
-            return all(s in ("done", "blocked", "stuck") for s in states)
-
         deadline = plan["deadline"] - 5.0
-        # Look twice, a moment apart, so that a wait finishing right now is not missed.
-        ok = _wait_until(quiescent, deadline, launcher)
-        time.sleep(0.3)
-        if not (ok and quiescent()):
-            raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
-        (work / "dump_now").touch()
-        missing = set(culprits) if scenario == "missing_dump" else set()
-        expected = [out_dir / f"rank_{r}" for r in range(world_size) if r not in missing]
-        if not _wait_until(lambda: all(p.exists() for p in expected), deadline, launcher):
-            raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
+        missing = set(plan["culprits"]) if plan["scenario"] == "missing_dump" else set()
+        for k, out in enumerate(plan["dump_dirs"]):
+            if k > 0:
+                time.sleep(interval_s)
+            first_at_fault = k == 0 and len(plan["dump_dirs"]) > 1 and earlier_when == "fault"
+            if plan["scenario"] == "slow_compute" and not first_at_fault:
+                _await_slow_window(work, plan["culprits"][0], deadline, launcher)
+            else:
+                _await_moment(work, world_size, plan["culprits"], first_at_fault, deadline, launcher)
+            (work / f"dump_now_{k}").touch()
+            expected = [Path(out) / f"rank_{r}" for r in range(world_size) if r not in missing]
+            if not _wait_until(lambda expected=expected: all(p.exists() for p in expected), deadline, launcher):
+                raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
         (work / "release").touch()
         try:
             launcher.wait(timeout=10.0)
         except subprocess.TimeoutExpired:
             pass
-        summaries = {}
-        for r in range(world_size):
-            path = work / f"summary_{r}.json"
-            if path.exists():
-                summaries[str(r)] = json.loads(path.read_text())
+        return [_summaries(work, k, world_size) for k in range(len(plan["dump_dirs"]))]
     finally:
         if launcher.poll() is None or _group_alive(launcher.pid):
             try:
@@ -867,30 +960,69 @@ def generate(
         if sys.exc_info()[0] is None:
             shutil.rmtree(work, ignore_errors=True)
 
-    info = {
-        "scenario": scenario,
-        "world_size": world_size,
-        "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
-        "injected_ranks": culprits,
-        "fault": fault,
-        "fault_step": None if scenario == "healthy" else fault_step,
-        "fault_group_desc": group_desc,
-        "fault_op": op,
-        "steps": steps,
-        "expected": {
-            "failure_class": EXPECTED_CLASS[scenario],
-            "suspect_ranks": suspects,
-        },
-        "observed": _observed(summaries, world_size),
-        "torch_version": torch.__version__,
-        "seed": seed,
-        "fill_pg_config": fill_pg_config,
-        "generation_seconds": round(time.time() - started, 1),
-    }
-    if scenario == "p2p_unposted":
-        info["expected"]["note"] = P2P_NOTE
-    (out_dir / "scenario.json").write_text(json.dumps(info, indent=2) + "\n")
-    return info
+
+def _states(work: Path, world_size: int) -> list[str] | None:
+    states = []
+    for r in range(world_size):
+        try:
+            states.append((work / f"state_{r}").read_text())
+        except FileNotFoundError:
+            return None
+    return states
+
+
+def _await_moment(
+    work: Path, world_size: int, culprits: list[int], at_fault: bool, deadline: float, launcher: subprocess.Popen
+) -> None:
+    """Wait until every rank has settled (finished, blocked, stuck or in its slow sleep), looking
+    twice a moment apart so a wait finishing right now is not missed; or, ``at_fault``, until a
+    culprit has stopped or slowed down."""
+    if at_fault:
+
+        def faulted() -> bool:
+            states = _states(work, world_size)
+            return states is not None and any(states[c] in ("stuck", "slow") for c in culprits)
+
+        if not _wait_until(faulted, deadline, launcher):
+            raise RuntimeError(f"the fault never happened\n{_log_tail(work)}")
+        return
+
+    def settled() -> bool:
+        states = _states(work, world_size)
+        return states is not None and all(s in ("done", "blocked", "stuck", "slow") for s in states)
+
+    while time.time() < deadline:
+        if not _wait_until(settled, deadline, launcher):
+            break
+        time.sleep(0.3)
+        if settled():
+            return
+    raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
+
+
+def _await_slow_window(work: Path, culprit: int, deadline: float, launcher: subprocess.Popen) -> None:
+    """Wait until the slow rank has been in its sleep for SLOW_SETTLE_S without a break."""
+    since = None
+    while time.time() < deadline and launcher.poll() is None:
+        try:
+            slow = (work / f"state_{culprit}").read_text() == "slow"
+        except FileNotFoundError:
+            slow = False
+        now = time.time()
+        since = (since or now) if slow else None
+        if since is not None and now - since >= SLOW_SETTLE_S:
+            return
+        time.sleep(POLL_S)
+    raise RuntimeError(f"the slow rank never slept long enough\n{_log_tail(work)}")
+
+
+def _summaries(work: Path, k: int, world_size: int) -> dict[str, Any]:
+    out = {}
+    for r in range(world_size):
+        path = work / f"summary_{k}_{r}.json"
+        if path.exists():
+            out[str(r)] = json.loads(path.read_text())
+    return out
 
 
 P2P_NOTE = (
@@ -921,6 +1053,9 @@ def generate_all(root: Path = SAMPLE_DIR) -> None:
     """Regenerate every committed set under ``root``."""
     for name, kwargs in ALL_SETS.items():
         t0 = time.time()
+        kwargs = dict(kwargs)
+        if kwargs.pop("earlier", False):
+            kwargs["earlier_dir"] = root / f"{name}.earlier"
         info = generate(out_dir=root / name, **kwargs)
         print(f"{name:28s} W={info['world_size']:<3d} culprits={info['injected_ranks']} ({time.time() - t0:.1f}s)")
 
@@ -936,6 +1071,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tp", type=int, default=None)
     parser.add_argument("--pp", type=int, default=None)
     parser.add_argument("--fill-pg-config", action="store_true")
+    parser.add_argument("--buffer-size", type=int, default=None, help="Flight Recorder ring buffer entries (2000)")
+    parser.add_argument("--earlier", type=Path, default=None, help="dump twice: the first snapshot into this folder")
+    parser.add_argument("--earlier-when", choices=("settled", "fault"), default="settled")
+    parser.add_argument("--interval", type=float, default=SNAPSHOT_INTERVAL_S, help="seconds between the snapshots")
     parser.add_argument("--all", action="store_true", help="regenerate every committed set")
     parser.add_argument("--_launch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -958,6 +1097,10 @@ def main(argv: list[str] | None = None) -> None:
         steps=args.steps,
         tp=args.tp,
         pp=args.pp,
+        buffer_size=args.buffer_size,
+        earlier_dir=args.earlier,
+        earlier_when=args.earlier_when,
+        interval_s=args.interval,
     )
     print(json.dumps(info, indent=2))
 
