@@ -30,10 +30,17 @@ class Args:
     """Extra folders the path box may read (``--dumps-root``, repeatable)."""
     max_upload_mb: int = MAX_UPLOAD_FILE_MB
     max_upload_total_mb: int = MAX_UPLOAD_TOTAL_MB
+    compare: str | None = None
+    """Earlier dumps of the same job to compare ``dumps`` with (``--compare``)."""
+    ranks_per_node: int = 0
+    """Ranks r // N share a host (``--ranks-per-node``; 0: host names from the file names)."""
+    hostfile: str | None = None
+    """CSV of ``rank,host`` lines (``--hostfile``)."""
 
     def roots(self) -> tuple[str, ...]:
-        """Real paths of every folder the path box may read: ``--dumps-root``s, the samples, ``--dumps``."""
-        extra = [root_of_dumps(self.dumps)] if self.dumps else []
+        """Real paths of every folder the path boxes may read: ``--dumps-root``s, the samples,
+        ``--dumps`` and ``--compare``."""
+        extra = [root_of_dumps(p) for p in (self.dumps, self.compare) if p]
         return resolve_roots([*self.dumps_roots, self.samples, *extra])
 
 
@@ -45,6 +52,9 @@ def parse_args(argv: Sequence[str]) -> Args:
     parser.add_argument("--dumps-root", action="append", default=[])
     parser.add_argument("--max-upload-mb", type=int, default=MAX_UPLOAD_FILE_MB)
     parser.add_argument("--max-upload-total-mb", type=int, default=MAX_UPLOAD_TOTAL_MB)
+    parser.add_argument("--compare", default=None)
+    parser.add_argument("--ranks-per-node", type=int, default=0)
+    parser.add_argument("--hostfile", default=None)
     ns, _ = parser.parse_known_args(list(argv))
     env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
     return Args(
@@ -53,4 +63,7 @@ def parse_args(argv: Sequence[str]) -> Args:
         dumps_roots=tuple(env_roots + ns.dumps_root),
         max_upload_mb=max(1, ns.max_upload_mb),
         max_upload_total_mb=max(1, ns.max_upload_total_mb),
+        compare=ns.compare or None,
+        ranks_per_node=max(0, ns.ranks_per_node),
+        hostfile=ns.hostfile or None,
     )

@@ -24,6 +24,18 @@ PG = "pg"
 """Widget: the process group shown."""
 TAB = "tab"
 """Widget: the open tab (one of TABS)."""
+RANKS_PER_NODE = "ranks_per_node"
+"""Widget: ranks per host (0: host names from the file names or the hostfile)."""
+COMPARE_PATH = "compare_path"
+"""Widget: a folder of earlier dumps of the same job."""
+SHOW_MOVED = "show_moved"
+"""Widget: draw what moved since the earlier dumps over the heatmap."""
+CLASS = "rank_class"
+"""The rank class opened in the Job view (its id)."""
+CLASS_GRAPH = "class_graph"
+"""Chart: the wait-for graph folded by class."""
+CLASS_TABLE = "class_table"
+"""Dataframe: one row per rank class (selectable)."""
 CELL = "cell"
 """The selected (rank, seq) of the shown group's heatmap."""
 WINDOW = "window"
@@ -53,8 +65,11 @@ HEATMAP_PREFIX = "heatmap:"
 
 SELECTION = (CELL, WINDOW, LAST_EVENT)
 """What a click selected: forgotten when another dump set or group is shown."""
+OPEN_RANK_PREFIX = "open_rank:"
+"""Buttons: open one rank of a class in the heatmap, ``open_rank:<class>:<rank>``."""
 
-TABS = ("Heatmap", "Wavefront", "All groups", "Export")
+TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Export")
+HEATMAP_TAB = TABS[0]
 
 SOURCE_SAMPLE = "Sample scenario"
 SOURCE_FOLDER = "Folder on this server"
@@ -128,6 +143,7 @@ def on_dataset(state: State, dataset: str) -> None:
     if previous is not None and previous != dataset:
         forget_selection(state)
         state.pop(PG, None)
+        state.pop(CLASS, None)
 
 
 def on_group(state: State, pg_key: str) -> None:
@@ -136,6 +152,15 @@ def on_group(state: State, pg_key: str) -> None:
     if previous is not None and previous != pg_key:
         forget_selection(state)
     state[PG_SHOWN] = pg_key
+
+
+def open_in_heatmap(state: State, pg_key: str, rank: int, seq: int) -> None:
+    """Show ``rank`` at ``seq`` of ``pg_key`` in the heatmap (a button's callback: before the widgets)."""
+    state[PG] = pg_key
+    state[PG_SHOWN] = pg_key
+    forget_selection(state)
+    set_cell(state, rank, seq)
+    state[TAB] = HEATMAP_TAB
 
 
 def heatmap_key(pg_key: str, window: Window | None) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.views.figures.heatmap import heatmap_figure
 from analysis.views.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
 from analysis.views.heatmap import build_view, recent_window
-from dashboard import figures, selection
+from dashboard import selection
 
 
 def _stuck_grid(n_ranks: int = 64, n_seqs: int = 400, stuck: int = 37, wave: int = 300) -> Grid:
@@ -32,7 +33,7 @@ def test_small_grid_is_raw_with_overlay_and_vline():
     grid = _stuck_grid(8, 20, stuck=3, wave=10)
     view = build_view(grid)
     assert not view.aggregated
-    fig = figures.heatmap_figure(view, wavefront_seq=110, suspects=[3], selected=(3, 110))
+    fig = heatmap_figure(view, wavefront_seq=110, suspects=[3], selected=(3, 110))
     heat, overlay = fig.data
     assert heat.type == "heatmap" and overlay.type == "scatter"
     assert len(overlay.x) == 8 * 20 and overlay.marker.opacity == 0

@@ -6,13 +6,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
 from ..ingest.read import read_raw
 from ..model.cells import created_ns
+from ..report.times import before, readable, utc
 from ..types import DumpReadError
+from .grid import shown_state
 from .stacks import stack_frames
 
 
@@ -95,9 +98,11 @@ class SuspectStack:
     seq: int | None
     op: str | None
     state: str | None
+    """As the heatmap shows it (finished gloo work is 'completed')."""
     at_wavefront: bool
     """True at the wavefront collective, False at the rank's newest entry with a stack."""
     frames: list[str] = field(default_factory=list)
+    created_ns: int | None = None
 
 
 def suspect_stack(a: Analysis, rank: int, wave: tuple[str, int | None] | None) -> SuspectStack | None:
@@ -107,16 +112,30 @@ def suspect_stack(a: Analysis, rank: int, wave: tuple[str, int | None] | None) -
         entry = entry_at(a, wave[0], rank, int(wave[1]))
         if entry and entry.get(s.STACK_ID) is not None:
             frames = stack_frames(a, int(entry[s.STACK_ID]))
-            return SuspectStack(a.groups.groups[wave[0]].name, int(wave[1]), entry.get(s.OP), None, True, frames)
+            name = a.groups.groups[wave[0]].name
+            state = shown_state(entry.get(s.STATE), entry.get(s.RETIRED))
+            return SuspectStack(name, int(wave[1]), entry.get(s.OP), state, True, frames, entry.get(s.T_CREATED))
     last = newest_entry(a, rank, with_stack=True)
     if last is None:
         return None
     frames = stack_frames(a, int(last[s.STACK_ID]))
-    return SuspectStack(str(last[s.PG_NAME]), last[s.SEQ], last[s.OP], last[s.STATE], False, frames)
+    state = shown_state(last[s.STATE], last.get(s.RETIRED))
+    return SuspectStack(str(last[s.PG_NAME]), last[s.SEQ], last[s.OP], state, False, frames, last.get(s.T_CREATED))
+
+
+def dump_ns(a: Analysis) -> int | None:
+    """The dump's moment as far as the dumps tell: their newest entry's creation time (ns).
+
+    Flight Recorder writes no dump time; "N s before the dump" counts back from this.
+    """
+    times = a.dumps.entries[s.T_CREATED].to_numpy(dtype=np.int64, na_value=-1)
+    top = int(times.max()) if len(times) else -1
+    return top if top > 0 else None
 
 
 def last_entries(a: Analysis, rank: int, n: int = 20) -> pd.DataFrame:
-    """The rank's newest entries across all groups, newest first."""
+    """The rank's newest entries across all groups, newest first: states as the heatmap shows
+    them (the recorded one beside), creation times in UTC and before the dump beside the ns."""
     mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
     cols = [
         s.RECORD_ID,
@@ -132,7 +151,32 @@ def last_entries(a: Analysis, rank: int, n: int = 20) -> pd.DataFrame:
         s.T_CREATED,
         s.CALL_SITE,
     ]
-    return mine.sort_values(s.RECORD_ID, ascending=False).head(n)[cols].reset_index(drop=True)
+    out = mine.sort_values(s.RECORD_ID, ascending=False).head(n)[cols].reset_index(drop=True)
+    recorded = out[s.STATE].astype(str)
+    shown = [shown_state(st, ret) for st, ret in zip(recorded, out[s.RETIRED], strict=True)]
+    out.insert(out.columns.get_loc(s.STATE), "recorded state", recorded)
+    out[s.STATE] = shown
+    at = dump_ns(a)
+    created = [None if pd.isna(v) else int(v) for v in out[s.T_CREATED]]
+    where = out.columns.get_loc(s.T_CREATED) + 1
+    out.insert(where, "created (UTC)", [utc(v) for v in created])
+    out.insert(where + 1, "before the dump", [before(v, at) for v in created])
+    return out
+
+
+def readable_entry(entry: dict[str, Any], dump_at: int | None) -> dict[str, Any]:
+    """An entry for people: its state as the heatmap shows it (the recorded one beside), and
+    every ``*_ns`` time with its UTC wall time and how long before the dump."""
+    out = dict(entry)
+    if s.STATE in out:
+        recorded, retired = out[s.STATE], out.get(s.RETIRED)
+        shown = shown_state(recorded, retired)
+        if shown != recorded:
+            out[s.STATE] = f"{shown} (recorded as {recorded}{', retired' if retired else ''})"
+    for key, value in entry.items():
+        if key.endswith("_ns") and isinstance(value, int) and value > 0:
+            out[key] = readable(value, dump_at)
+    return out
 
 
 def group_cells(a: Analysis, pg_key: str) -> pd.DataFrame:
@@ -155,6 +199,7 @@ def arrivals(a: Analysis, pg_key: str, seq: int) -> pd.DataFrame:
     created = {int(r): (None if pd.isna(t) else int(t)) for r, t in zip(hit[s.RANK], times)}
     times = [t for t in created.values() if t is not None]
     first = min(times) if times else None
+    at = dump_ns(a)
     rows = []
     for r in group.ranks:
         p = a.progress.get((pg_key, r))
@@ -165,6 +210,8 @@ def arrivals(a: Analysis, pg_key: str, seq: int) -> pd.DataFrame:
                 "issued": r in created or (p is not None and p.enqueued is not None and p.enqueued >= seq),
                 "in_buffer": r in created,
                 "time_created_ns": t,
+                "created (UTC)": utc(t),
+                "before the dump": before(t, at),
                 "delay_ms": None if t is None or first is None else (t - first) / 1e6,
             }
         )

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from .grid import STATE_NAMES, Grid, aggregate
+from .grid import STATE_NAMES, Grid, aggregate, block_max
 
 #: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
 #: the browser's paint time: for a 1,024 x 2,000 grid on a busy 2-core machine a page
@@ -128,6 +128,13 @@ def build_view(
     else:
         shown, rb, cb = codes, 1, 1
     return HeatmapView(grid.pg_key, ranks, r0, seqs, shown, rb, cb)
+
+
+def view_of(full: np.ndarray, grid: Grid, view: HeatmapView) -> np.ndarray:
+    """A layer the shape of ``grid.codes`` cut and reduced as ``view`` was (block maximum)."""
+    cols = (grid.seqs >= view.seqs[0]) & (grid.seqs <= view.seqs[-1]) if len(view.seqs) else grid.seqs < 0
+    part = full[view.row_offset : view.row_offset + view.n_rows][:, cols]
+    return block_max(part, view.row_block, view.col_block)
 
 
 def recent_window(grid: Grid, max_cols: int = RECENT_SEQS) -> tuple[int, int, int, int] | None:

@@ -7,7 +7,7 @@ import streamlit as st
 from analysis import schema as s
 from analysis.views import drilldown as views
 from analysis.views import stacks
-from analysis.views.grid import STATE_NAMES
+from analysis.views.grid import STATE_NAMES, shown_state
 
 from .. import data, tables
 from .text import md_escape
@@ -24,15 +24,15 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
     if rank not in group.ranks:
         st.caption(f"Rank {rank} is not a member of this group; select a cell in the heatmap.")
         return
-    st.subheader(f"rank {rank} · seq {seq}", anchor=False)
+    host = report.host_map.host(rank) if report.host_map else None
+    st.subheader(f"rank {rank} · seq {seq}" + (f" · {host}" if host else ""), anchor=False)
     found = views.cell_entry(a, pg_key, rank, seq)
     entry, exact, frames = found.entry, found.exact, found.frames
     if not exact:
-        where = (
-            f"its newest entry in this group is seq {entry.get(s.SEQ)} {entry.get(s.OP)} ({entry.get(s.STATE)})"
-            if entry
-            else "it recorded no entry in this group"
-        )
+        where = "it recorded no entry in this group"
+        if entry:
+            state = shown_state(entry.get(s.STATE), entry.get(s.RETIRED))
+            where = f"its newest entry in this group is seq {entry.get(s.SEQ)} {entry.get(s.OP)} ({state})"
         st.warning(
             md_escape(f"Rank {rank} has no entry at seq {seq} ({_state_name(loaded, pg_key, rank, seq)}): {where}.")
         )
@@ -41,7 +41,8 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
     with left:
         st.markdown("**Entry at this seq**" if exact else "**Newest entry of this rank in the group**")
         if entry is not None:
-            st.dataframe(tables.entry_table(entry), hide_index=True, width="stretch", height=360)
+            shown = views.readable_entry(entry, data.dump_ns(loaded))
+            st.dataframe(tables.entry_table(shown), hide_index=True, width="stretch", height=360)
         else:
             st.text("(no entry)")
     with right:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import streamlit as st
 
+from analysis.report.hosts import host_labels
+from analysis.views.figures.heatmap import heatmap_figure
 from analysis.views.grid import Grid
 from analysis.views.heatmap import HeatmapView, recent_window
 
-from .. import data, figures, selection, state
+from .. import data, selection, state
 
 
 def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
@@ -18,12 +20,19 @@ def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
     report = loaded.report
     w = report.wavefront
     grid = data.grid(loaded, pg_key)
+    moved_for = None
+    if report.comparison is not None and st.checkbox(
+        "Show what was completed since the earlier dumps (blue)", value=True, key=state.SHOW_MOVED
+    ):
+        moved_for = lambda view: data.moved(loaded, pg_key, view)
     return render_grid(
         grid,
         lambda window: data.heatmap_view(loaded, pg_key, window),
         wavefront_seq=w.collective_seq_id if w is not None and w.pg_key == pg_key else None,
         suspects=report.suspect_ranks,
         focus=recent_window(grid),
+        row_labels=host_labels(report.host_map, grid.ranks.tolist()),
+        moved_for=moved_for,
     )
 
 
@@ -37,11 +46,15 @@ def render_grid(
     wavefront_seq: int | None = None,
     suspects: Sequence[int] = (),
     focus: tuple[int, int, int, int] | None = None,
+    row_labels: Mapping[int, str] | None = None,
+    moved_for: Callable[[HeatmapView], np.ndarray | None] | None = None,
 ) -> tuple[int, int] | None:
     """Draw any group grid; ``view_for(window)`` returns the (cached) view and hover labels.
 
     ``focus`` is the region shown until the user opens another: for a group with a long
     history, its newest sequence numbers (where hangs are), at full resolution.
+    ``row_labels`` (rank -> host) go beside the ranks; ``moved_for(view)`` gives the
+    layer of cells completed since an earlier snapshot.
     """
     ss = st.session_state
     pg_key = grid.pg_key
@@ -56,7 +69,15 @@ def render_grid(
     view, hover = view_for(_tuple(window))
     cell = state.get_cell(ss)
     _caption(grid, view, window, focus)
-    fig = figures.heatmap_figure(view, hover=hover, wavefront_seq=wavefront_seq, suspects=suspects, selected=cell)
+    fig = heatmap_figure(
+        view,
+        hover=hover,
+        wavefront_seq=wavefront_seq,
+        suspects=suspects,
+        selected=cell,
+        row_labels=row_labels,
+        moved=None if moved_for is None else moved_for(view),
+    )
     st.plotly_chart(
         fig,
         key=state.heatmap_key(pg_key, window),

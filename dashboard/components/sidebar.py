@@ -8,6 +8,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from analysis.ingest.hosts import read_hostfile
+from analysis.types import HostMap, InputError
+
 from .. import confine, state
 from ..args import Args
 from ..sources import UPLOADS, check_uploads, default_scenario, sample_scenarios, write_uploads
@@ -26,6 +29,8 @@ class Source:
     note: str | None = None
     use_cache: bool = True
     """False for uploads: their tables never reach the on-disk cache."""
+    earlier: str | None = None
+    """Earlier dumps of the same job to compare with (real path, under ``roots``)."""
 
 
 def dump_source(args: Args) -> Source | None:
@@ -50,8 +55,13 @@ def dump_source(args: Args) -> Source | None:
             ss[state.SCENARIO] = default_scenario(scenarios)
         name = sb.selectbox("Sample scenario", scenarios, key=state.SCENARIO)
         folder = sample_root / name
+        earlier = sample_root / f"{name}{EARLIER_SUFFIX}"
         return Source(
-            f"sample scenario {name}", str(folder), confine.resolve_roots([sample_root]), _scenario_note(folder)
+            f"sample scenario {name}",
+            str(folder),
+            confine.resolve_roots([sample_root]),
+            _scenario_note(folder),
+            earlier=str(earlier) if earlier.is_dir() else None,
         )
 
     if mode == state.SOURCE_FOLDER:
@@ -69,9 +79,56 @@ def dump_source(args: Args) -> Source | None:
             # Same words whether the path exists or not, and nothing read from it.
             st.error(confine.PATH_REFUSED)
             return None
-        return Source(path, real, roots)
+        return Source(path, real, roots, earlier=_earlier_folder(args, roots))
 
     return _uploaded(args)
+
+
+#: A sample scenario ``X`` whose sibling ``X.earlier`` exists is compared with it.
+EARLIER_SUFFIX = ".earlier"
+
+
+def _earlier_folder(args: Args, roots: tuple[str, ...]) -> str | None:
+    """The folder of earlier dumps to compare with, if one is given (confined like the path box)."""
+    ss = st.session_state
+    if state.COMPARE_PATH not in ss:
+        ss[state.COMPARE_PATH] = args.compare or ""
+    path = st.sidebar.text_input(
+        "Earlier dumps of this job (optional)",
+        key=state.COMPARE_PATH,
+        help="A folder of dumps taken earlier: the page then shows who moved in between (dead or slow).",
+    ).strip()
+    if not path:
+        return None
+    real = confine.confine(path, roots)
+    if real is None:
+        st.sidebar.error(confine.PATH_REFUSED)
+    return real
+
+
+def host_map(args: Args) -> HostMap | None:
+    """Where ranks ran: the hostfile given at start, else N ranks per node (0: the file names)."""
+    if args.hostfile:
+        try:
+            return _hostfile(args.hostfile)
+        except InputError as exc:
+            st.sidebar.error(md_escape(str(exc)))
+    ss = st.session_state
+    if state.RANKS_PER_NODE not in ss:
+        ss[state.RANKS_PER_NODE] = args.ranks_per_node
+    n = st.sidebar.number_input(
+        "Ranks per node",
+        min_value=0,
+        step=1,
+        key=state.RANKS_PER_NODE,
+        help="Ranks r // N share a host. 0: host names from the dump file names, where they carry one.",
+    )
+    return HostMap(source=f"{int(n)} ranks per node", ranks_per_node=int(n)) if n else None
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _hostfile(path: str) -> HostMap:
+    return read_hostfile(path)
 
 
 def _uploaded(args: Args) -> Source | None:

@@ -6,9 +6,10 @@ import streamlit as st
 
 from analysis.views import drilldown as views
 from analysis.views import stacks
+from analysis.views.figures.arrivals import arrivals_figure
 from analysis.views.grid import NOT_ISSUED
 
-from .. import data, figures, state, tables
+from .. import data, state, tables
 from .text import md_escape
 
 
@@ -28,7 +29,7 @@ def render(loaded: data.Loaded) -> None:
     if never:
         st.error(f"Never issued it: ranks {tables.compact_ranks(never)}")
     st.plotly_chart(
-        figures.arrivals_figure(arr, report.suspect_ranks, states),
+        arrivals_figure(arr, report.suspect_ranks, states),
         key=state.ARRIVALS_CHART,
         config={"displaylogo": False},
     )

@@ -1,4 +1,4 @@
-"""Plotly figures for the dashboard. No Streamlit here: every builder is a pure function.
+"""The state heatmap of one group as a plotly figure (the dashboard's and the HTML export's).
 
 The heatmap is drawn as an int8 ``go.Heatmap`` (cheap to ship) under a transparent
 ``go.Scatter`` with one marker per displayed cell. Plotly heatmaps report no points on
@@ -10,32 +10,19 @@ the hover text. What it shows (a region, maybe in blocks) is
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.views.grid import NOT_ISSUED, STATE_NAMES
-from analysis.views.heatmap import HeatmapView, short_text
-
-#: One colour per grid code (severity order): outside buffer, completed, started,
-#: scheduled, not issued, mismatched.
-STATE_COLORS = ("#eceff1", "#a5d6a7", "#fdd835", "#fb8c00", "#e53935", "#7b1fa2")
-SUSPECT_COLOR = "#b71c1c"
-SELECT_COLOR = "#0d47a1"
+from ..grid import STATE_NAMES
+from ..heatmap import HeatmapView, short_text
+from .colors import MOVED_COLOR, SELECT_COLOR, STATE_COLORS, SUSPECT_COLOR, discrete_colorscale
 
 
-def discrete_colorscale(colors: Sequence[str]) -> list[list]:
-    """A stepped colorscale: code ``i`` maps exactly to ``colors[i]`` with zmin=-0.5."""
-    n = len(colors)
-    scale: list[list] = []
-    for i, c in enumerate(colors):
-        scale += [[i / n, c], [(i + 1) / n, c]]
-    return scale
-
-
-def _row_ticks(view: HeatmapView, suspects: set[int], max_ticks: int = 40) -> tuple[list[float], list[str]]:
+def _row_ticks(
+    view: HeatmapView, suspects: set[int], row_labels: Mapping[int, str], max_ticks: int = 40
+) -> tuple[list[float], list[str]]:
     n = view.n_rows
     if not view.aggregated and n <= 64:
         rows = list(range(n))
@@ -50,8 +37,10 @@ def _row_ticks(view: HeatmapView, suspects: set[int], max_ticks: int = 40) -> tu
         else:
             vals.append(k)
         label = f"rank {rank}"
+        if rank in row_labels:
+            label += f" · {short_text(row_labels[rank], 24)}"
         if rank in suspects and not view.aggregated:
-            label = f'<b><span style="color:{SUSPECT_COLOR}">rank {rank} ◀ suspect</span></b>'
+            label = f'<b><span style="color:{SUSPECT_COLOR}">{label} ◀ suspect</span></b>'
         text.append(label)
     return vals, text
 
@@ -64,16 +53,23 @@ def heatmap_figure(
     suspects: Sequence[int] = (),
     selected: tuple[int, int] | None = None,
     title: str | None = None,
+    row_labels: Mapping[int, str] | None = None,
+    moved: np.ndarray | None = None,
 ) -> go.Figure:
     """The state heatmap with its clickable overlay, wavefront line and suspect rows.
 
     ``hover`` (same shape as ``view.codes``) holds one label per displayed cell; without
     it the overlay labels cells with their coordinates only (kept small for big grids).
-    ``selected`` is a (rank, seq) to outline.
+    ``selected`` is a (rank, seq) to outline. ``row_labels`` (rank -> host) are shown
+    beside the ranks. ``moved`` (same shape as ``view.codes``, 1 where a cell was
+    completed since an earlier snapshot) is drawn as a second layer over the states.
     """
-    fig = go.Figure([_state_trace(view), _overlay(view, hover)])
+    traces = [_state_trace(view)]
+    if moved is not None:
+        traces.append(_moved_trace(view, moved))
+    fig = go.Figure([*traces, _overlay(view, hover)])
     suspects_set = {int(r) for r in suspects}
-    _layout(fig, view, suspects_set, title)
+    _layout(fig, view, suspects_set, title, row_labels or {})
     x_lo, x_hi = _x_range(view)
     if wavefront_seq is not None and x_lo <= wavefront_seq <= x_hi:
         fig.add_vline(
@@ -125,6 +121,25 @@ def _state_trace(view: HeatmapView) -> go.Heatmap:
     )
 
 
+def _moved_trace(view: HeatmapView, moved: np.ndarray) -> go.Heatmap:
+    """Cells completed since the earlier snapshot, as a translucent blue layer (no hover, no scale)."""
+    n_i, n_j = view.codes.shape
+    xs, ys = view.x_centres(), view.y_centres()
+    return go.Heatmap(
+        z=np.asarray(moved, dtype=np.int8),
+        x0=float(xs[0]) if n_j else 0.0,
+        dx=view.col_block,
+        y0=float(ys[0]) if n_i else 0.0,
+        dy=view.row_block,
+        zmin=0,
+        zmax=1,
+        colorscale=[[0, "rgba(0,0,0,0)"], [1, MOVED_COLOR]],
+        showscale=False,
+        hoverinfo="skip",
+        name="completed since the earlier dumps",
+    )
+
+
 def _overlay(view: HeatmapView, hover: np.ndarray | None) -> go.Scatter:
     """One transparent marker per displayed cell: what makes cells clickable, and their hover text."""
     n_i, n_j = view.codes.shape
@@ -159,9 +174,11 @@ def _overlay(view: HeatmapView, hover: np.ndarray | None) -> go.Scatter:
     )
 
 
-def _layout(fig: go.Figure, view: HeatmapView, suspects: set[int], title: str | None) -> None:
+def _layout(
+    fig: go.Figure, view: HeatmapView, suspects: set[int], title: str | None, row_labels: Mapping[int, str]
+) -> None:
     x_lo, x_hi = _x_range(view)
-    tickvals, ticktext = _row_ticks(view, suspects)
+    tickvals, ticktext = _row_ticks(view, suspects, row_labels)
     fig.update_layout(
         height=_height(view),
         margin={"l": 10, "r": 10, "t": 64 if title else 44, "b": 40},
@@ -226,52 +243,3 @@ def _mark_selected(fig: go.Figure, view: HeatmapView, selected: tuple[int, int])
 def _height(view: HeatmapView) -> int:
     rows = view.codes.shape[0]
     return int(min(640, max(260, 22 * rows + 110)))
-
-
-def arrivals_figure(
-    arrivals: pd.DataFrame, suspects: Sequence[int] = (), states: dict[int, int] | None = None
-) -> go.Figure:
-    """Bars of how late each member issued the wavefront collective.
-
-    Ranks without an entry are told apart by their grid state (``states``): never
-    issued (red), or already done with the entry gone from the ring buffer (grey).
-    """
-    issued = arrivals["issued"].astype(bool).to_numpy()
-    delay = pd.to_numeric(arrivals["delay_ms"], errors="coerce").fillna(0.0).to_numpy()
-    ranks = arrivals["rank"].astype(int).to_numpy()
-    states = states or {}
-    top = max(float(delay.max()) if len(delay) else 0.0, 1.0)
-    never = np.array(
-        [not i and states.get(int(r), NOT_ISSUED) == NOT_ISSUED for r, i in zip(ranks, issued, strict=True)]
-    )
-    colors = np.where(issued, "#607d8b", np.where(never, STATE_COLORS[NOT_ISSUED], "#cfd8dc"))
-    suspects_set = {int(r) for r in suspects}
-    heights = np.where(issued, delay, top * 1.05)
-    label_missing = [
-        "never issued" if n else f"no record ({STATE_NAMES[states.get(int(r), 0)]})"
-        for r, n in zip(ranks, never, strict=True)
-    ]
-    text = np.where(issued, [f"{d:.1f} ms" for d in delay], label_missing)
-    fig = go.Figure(
-        go.Bar(
-            x=[str(r) for r in ranks],
-            y=heights,
-            marker={
-                "color": colors,
-                "line": {"color": [SUSPECT_COLOR if r in suspects_set else "rgba(0,0,0,0)" for r in ranks], "width": 2},
-            },
-            text=text,
-            textposition="auto",
-            customdata=np.stack([ranks, issued.astype(int)], axis=1),
-            hovertemplate="rank %{customdata[0]}<br>%{y:.1f} ms after the first<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=260,
-        margin={"l": 10, "r": 10, "t": 10, "b": 40},
-        xaxis={"title": "rank", "type": "category"},
-        yaxis={"title": "issued after first (ms)"},
-        bargap=0.15,
-        plot_bgcolor="#ffffff",
-    )
-    return fig
