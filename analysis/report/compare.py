@@ -30,8 +30,9 @@ def compare_sentence(c: Comparison) -> str:
         )
         others = sorted(set(c.stalled) - set(c.named))
         if others:
+            wait = "waits" if len(others) == 1 else "wait"
             text += (
-                f" {ranks_text(others, 8).capitalize()} did not move either: they wait on {'it' if one else 'them'}."
+                f" {ranks_text(others, 8).capitalize()} did not move either and {wait} on {'it' if one else 'them'}."
             )
         return text
     if c.named:
