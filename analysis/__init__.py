@@ -18,12 +18,13 @@ from __future__ import annotations
 from .api import analyze
 from .diagnosis.analysis import Analysis
 from .ingest.discover import discover
+from .ingest.hosts import read_hostfile
 from .nvrx_compat import CollectiveAnalyzer
 from .report.build import analyze_dumps
 from .report.report import Report, Wavefront
 from .report.text import render_text
 from .tables.load import combine, combine_results, load, load_one, read_file_tables, write_file_tables
-from .types import AttributionState, DumpSet, FailureClass, FileError, Limits, Verdict
+from .types import AttributionState, DumpSet, FailureClass, FileError, HostMap, InputError, Limits, Verdict
 
 __all__ = [
     "Analysis",
@@ -32,6 +33,8 @@ __all__ = [
     "DumpSet",
     "FailureClass",
     "FileError",
+    "HostMap",
+    "InputError",
     "Limits",
     "Report",
     "Verdict",
@@ -44,6 +47,7 @@ __all__ = [
     "load",
     "load_one",
     "read_file_tables",
+    "read_hostfile",
     "render_text",
     "write_file_tables",
 ]

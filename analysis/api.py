@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .report.build import analyze_dumps
 from .report.report import Report
 from .tables.load import load
-from .types import Limits
+from .types import DumpSet, HostMap, InputError, Limits
 
 
 def analyze(
@@ -17,10 +18,31 @@ def analyze(
     progress: bool = False,
     limits: Limits | None = None,
     use_cache: bool = True,
+    hosts: HostMap | None = None,
+    earlier: str | Path | None = None,
 ) -> Report:
     """Load every dump under ``path`` and return the verdict with its tables.
 
     An unchanged dump set is reopened from a Parquet cache unless ``use_cache`` is False.
+    ``hosts`` says which host each rank ran on (default: host names in the file names).
+    ``earlier`` is a folder of earlier dumps of the same job: the report then says who
+    moved in between (``Report.compare``); :class:`InputError` if it holds no dump.
     """
+    before = None
+    if earlier is not None:
+        before = load_earlier(earlier, pattern, workers, limits, use_cache)
     dumps = load(path, pattern=pattern, workers=workers, progress=progress, limits=limits, use_cache=use_cache)
-    return analyze_dumps(dumps)
+    return analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
+
+
+def load_earlier(
+    path: str | Path, pattern: str | None, workers: int | None, limits: Limits | None, use_cache: bool
+) -> DumpSet:
+    """The earlier snapshot's dumps, or an InputError naming the folder and why it cannot be used."""
+    if not os.path.exists(path):
+        raise InputError(f"--compare {os.fspath(path)}: no such file or folder")
+    dumps = load(path, pattern=pattern, workers=workers, limits=limits, use_cache=use_cache)
+    if not dumps.ranks:
+        why = dumps.file_errors[0].error if dumps.file_errors else "no dump could be read"
+        raise InputError(f"--compare {os.fspath(path)}: no Flight Recorder dump could be read ({why})")
+    return dumps

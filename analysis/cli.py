@@ -16,10 +16,12 @@ import orjson
 
 from .api import analyze
 from .ingest.discover import discover
+from .ingest.hosts import read_hostfile
 from .ingest.read import read_raw
 from .report.export import write_parquet
+from .report.report import Report
 from .report.text import render_text
-from .types import DumpReadError, Verdict
+from .types import DumpReadError, HostMap, InputError, Verdict
 
 EXIT_HEALTHY, EXIT_FOUND, EXIT_NOTHING = 0, 1, 2
 
@@ -39,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
+    p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page (opens offline)")
+    p.add_argument("--compare", metavar="EARLIER", help="earlier dumps of the same job: who moved in between")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--ranks-per-node", type=int, metavar="N", help="ranks r // N share a host (node N)")
+    where.add_argument("--hostfile", metavar="FILE", help="CSV of 'rank,host' lines: where each rank ran")
     return p
 
 
@@ -59,24 +66,38 @@ def write_json_copies(path: str, pattern: str | None) -> list[str]:
     return problems
 
 
+def host_map(args: argparse.Namespace) -> HostMap | None:
+    """Where ranks ran, from ``--hostfile`` or ``--ranks-per-node`` (None: from the file names)."""
+    if args.hostfile:
+        return read_hostfile(args.hostfile)
+    if args.ranks_per_node is not None:
+        return HostMap(source=f"{args.ranks_per_node} ranks per node", ranks_per_node=args.ranks_per_node)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
     if not path:
         print("error: give the dumps' PATH (or --fr-path)", file=sys.stderr)
         return EXIT_NOTHING
-    report = analyze(
-        path,
-        pattern=args.pattern,
-        workers=args.workers,
-        progress=not args.quiet and not args.json,
-        use_cache=not args.no_cache,
-    )
+    try:
+        report = analyze(
+            path,
+            pattern=args.pattern,
+            workers=args.workers,
+            progress=not args.quiet and not args.json,
+            use_cache=not args.no_cache,
+            hosts=host_map(args),
+            earlier=args.compare,
+        )
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
     if args.debug:
         for problem in write_json_copies(path, args.pattern):
             print(problem, file=sys.stderr)
-    if args.parquet and report.ranks_loaded:
-        write_parquet(report, args.parquet)
+    write_files(report, args)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
     else:
@@ -89,6 +110,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if report.ranks_loaded == 0:
         return EXIT_NOTHING
     return EXIT_HEALTHY if report.verdict == Verdict.HEALTHY else EXIT_FOUND
+
+
+def write_files(report: Report, args: argparse.Namespace) -> None:
+    """``--parquet DIR`` and ``--html FILE``, when asked for and something was analyzed."""
+    if not report.ranks_loaded:
+        return
+    if args.parquet:
+        write_parquet(report, args.parquet)
+    if args.html:
+        from .views.html import build_html  # plotly is imported only when a page is asked for
+
+        Path(args.html).write_text(build_html(report, title=f"Flight Deck: {args.path or args.fr_path}"))
 
 
 if __name__ == "__main__":

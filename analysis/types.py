@@ -43,6 +43,11 @@ class DumpFormatError(ValueError):
     """The file parsed, but it is not a Flight Recorder dump of a known shape."""
 
 
+class InputError(ValueError):
+    """Something the user gave (a hostfile, a folder to compare with) cannot be used; the
+    message names it and says why."""
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Bounds on what one dump may contain; a real dump is far below each."""
@@ -87,6 +92,34 @@ class DumpSet:
     @property
     def ranks(self) -> list[int]:
         return sorted(int(r) for r in self.files[s.RANK])
+
+
+# -- hosts ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HostMap:
+    """Which host each rank ran on: listed rank by rank, or ``ranks_per_node`` consecutive
+    ranks per node (rank // N is the node), or both (a listed rank wins)."""
+
+    source: str
+    """Where the hosts came from, in words: ``hostfile hosts.csv``, ``8 ranks per node``, ``file names``."""
+    listed: dict[int, str] = field(default_factory=dict)
+    ranks_per_node: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.ranks_per_node is not None and self.ranks_per_node < 1:
+            raise InputError(f"--ranks-per-node must be at least 1, not {self.ranks_per_node}")
+
+    def host(self, rank: int) -> str | None:
+        """The rank's host, or None where it is not known."""
+        found = self.listed.get(rank)
+        if found is None and self.ranks_per_node:
+            found = f"node{rank // self.ranks_per_node}"
+        return found
+
+    def __bool__(self) -> bool:
+        return bool(self.listed) or bool(self.ranks_per_node)
 
 
 # -- the words of a verdict ------------------------------------------------------------

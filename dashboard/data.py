@@ -17,14 +17,17 @@ import pandas as pd
 import streamlit as st
 
 from analysis import analyze_dumps
-from analysis import schema as s
+from analysis.report.export import tables_zip
 from analysis.report.report import Report
+from analysis.report.triage import with_hosts
 from analysis.tables.load import load as load_dumps
-from analysis.types import DumpSet
+from analysis.types import DumpSet, HostMap, InputError
 from analysis.views import drilldown as views
-from analysis.views.grid import Grid, group_grid
+from analysis.views.grid import Grid, group_grid, moved_grid
+from analysis.views.heatmap import HeatmapView, build_view, hover_labels, view_of
+from analysis.views.html import build_html
 
-from . import confine, figures, html_report
+from . import confine
 from .sources import fingerprint
 
 log = logging.getLogger(__name__)
@@ -51,19 +54,44 @@ def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> Du
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
-def _analyze(path: str, roots: tuple[str, ...], use_cache: bool, key: str) -> tuple[Report, float]:
+def _analyze(
+    path: str, roots: tuple[str, ...], use_cache: bool, key: str, earlier: str | None = None
+) -> tuple[Report, float]:
     t0 = time.perf_counter()
-    report = analyze_dumps(load_confined(path, roots, use_cache))
+    before = None if earlier is None else _earlier(earlier, roots, use_cache)
+    report = analyze_dumps(load_confined(path, roots, use_cache), earlier=before)
     took = time.perf_counter() - t0
     log.debug("analysed %s in %.2fs", path, took)
     return report, took
 
 
-def load(path: str, roots: Sequence[str], use_cache: bool = True) -> Loaded:
-    """Analyse ``path`` (already confined to ``roots``) once per version of its files."""
+def _earlier(path: str, roots: tuple[str, ...], use_cache: bool) -> DumpSet:
+    dumps = load_confined(path, roots, use_cache)
+    if not dumps.ranks:
+        why = dumps.file_errors[0].error if dumps.file_errors else "no dump could be read"
+        raise InputError(f"the earlier dumps {path}: {why}")
+    return dumps
+
+
+def load(path: str, roots: Sequence[str], use_cache: bool = True, earlier: str | None = None) -> Loaded:
+    """Analyse ``path`` (already confined to ``roots``) once per version of its files, and
+    compare it with the ``earlier`` dumps of the job (also confined) when given."""
     key = f"{path}@{fingerprint(path)}"
-    report, took = _analyze(path, tuple(roots), use_cache, key)
+    if earlier is not None:
+        key += f"|{earlier}@{fingerprint(earlier)}"
+    report, took = _analyze(path, tuple(roots), use_cache, key, earlier)
     return Loaded(path, key, report, took)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _hosted(key: str, hosts_key: str, _report: Report, _hosts: HostMap | None) -> Report:
+    return with_hosts(_report, _hosts)
+
+
+def hosted(loaded: Loaded, hosts: HostMap | None) -> Loaded:
+    """The same analysis with hosts from ``hosts`` (none: host names in the file names)."""
+    hosts_key = "names" if hosts is None else f"{hosts.source}:{hosts.ranks_per_node}:{len(hosts.listed)}"
+    return Loaded(loaded.path, loaded.key, _hosted(loaded.key, hosts_key, loaded.report, hosts), loaded.seconds)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -77,22 +105,21 @@ def grid(loaded: Loaded, pg_key: str) -> Grid:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _group_cells(key: str, pg_key: str, _report: Report) -> pd.DataFrame:
-    c = _report.analysis.cells
-    return c.loc[c[s.PG_KEY] == pg_key, [s.RANK, s.SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].reset_index(drop=True)
+    return views.group_cells(_report.analysis, pg_key)
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)
 def _view_and_hover(
     key: str, pg_key: str, window: tuple[int, int, int, int] | None, _report: Report, _grid: Grid
-) -> tuple[figures.HeatmapView, np.ndarray | None]:
-    view = figures.build_view(_grid, window)
-    hover = None if view.aggregated else figures.hover_labels(view, _group_cells(key, pg_key, _report))
+) -> tuple[HeatmapView, np.ndarray | None]:
+    view = build_view(_grid, window)
+    hover = None if view.aggregated else hover_labels(view, _group_cells(key, pg_key, _report))
     return view, hover
 
 
 def heatmap_view(
     loaded: Loaded, pg_key: str, window: tuple[int, int, int, int] | None
-) -> tuple[figures.HeatmapView, np.ndarray | None]:
+) -> tuple[HeatmapView, np.ndarray | None]:
     """The (possibly aggregated) view of a group's grid, with hover labels for raw views."""
     return _view_and_hover(loaded.key, pg_key, window, loaded.report, grid(loaded, pg_key))
 
@@ -109,17 +136,38 @@ def relevance_order(loaded: Loaded) -> list[str]:
 
 @st.cache_resource(max_entries=4, show_spinner="Building the report…")
 def _html(key: str, title: str, _report: Report) -> bytes:
-    return html_report.build_html(_report, title=title).encode("utf-8")
+    return build_html(_report, title=title).encode("utf-8")
 
 
 def html_bytes(loaded: Loaded, title: str) -> bytes:
-    return _html(loaded.key, title, loaded.report)
+    return _html(f"{loaded.key}|{loaded.report.host_map}", title, loaded.report)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Packing the tables…")
 def _parquet(key: str, _report: Report) -> bytes:
-    return html_report.tables_zip(_report)
+    return tables_zip(_report)
 
 
 def parquet_zip(loaded: Loaded) -> bytes:
     return _parquet(loaded.key, loaded.report)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _moved(key: str, pg_key: str, _report: Report, _grid: Grid) -> np.ndarray | None:
+    return moved_grid(_grid, _report.comparison)
+
+
+def moved(loaded: Loaded, pg_key: str, view: HeatmapView) -> np.ndarray | None:
+    """1 where the view's cells were completed since the earlier dumps (None without a comparison)."""
+    full = _moved(loaded.key, pg_key, loaded.report, grid(loaded, pg_key))
+    return None if full is None else view_of(full, grid(loaded, pg_key), view)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _dump_ns(key: str, _report: Report) -> int | None:
+    return views.dump_ns(_report.analysis)
+
+
+def dump_ns(loaded: Loaded) -> int | None:
+    """The dumps' newest entry creation time: what "N s before the dump" counts back from."""
+    return _dump_ns(loaded.key, loaded.report)

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from . import data, state, timings
-from .components import drilldown, export, heatmap, overview, sidebar, verdict, wavefront
+from . import data, sources, state, timings
+from .args import parse_args
+from .components import drilldown, export, heatmap, job, overview, sidebar, verdict, wavefront
 from .components.text import md_escape
-from .sources import parse_args
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def _page(argv: Sequence[str]) -> None:
     args = parse_args(argv)
     ss = st.session_state
     state.hydrate(ss, st.query_params)
-    sidebar.remove_orphan_uploads()
+    sources.UPLOADS.tidy()
 
     source = sidebar.dump_source(args)
     st.title("Flight Deck", anchor=False)
@@ -33,8 +33,9 @@ def _page(argv: Sequence[str]) -> None:
         return
     st.caption(md_escape(source.label) + ("  \n" + md_escape(f"Injected: {source.note}") if source.note else ""))
 
+    hosts = sidebar.host_map(args)
     try:
-        loaded = data.load(source.path, source.roots, source.use_cache)
+        loaded = data.hosted(data.load(source.path, source.roots, source.use_cache, source.earlier), hosts)
     except Exception as exc:  # the library names the file and reason; show it, not a traceback
         log.exception("analysis failed for %s", source.path)
         st.error(md_escape(f"Could not analyse {source.label}: {type(exc).__name__}: {exc}"))
@@ -59,12 +60,15 @@ def _page(argv: Sequence[str]) -> None:
     )
 
     # Only the open tab is drawn: hidden charts and tables would slow every rerun.
-    tab_heat, tab_wave, tab_all, tab_export = st.tabs(list(state.TABS), key=state.TAB, on_change="rerun")
+    tab_heat, tab_job, tab_wave, tab_all, tab_export = st.tabs(list(state.TABS), key=state.TAB, on_change="rerun")
     if tab_heat.open:
         with tab_heat:
             st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
             cell = heatmap.render(loaded, pg_key)
             drilldown.render(loaded, pg_key, cell)
+    if tab_job.open:
+        with tab_job:
+            job.render(loaded)
     if tab_wave.open:
         with tab_wave:
             wavefront.render(loaded)

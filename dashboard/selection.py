@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .figures import HeatmapView
+from analysis.views.heatmap import HeatmapView
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,78 +1,36 @@
 """Where dumps come from: bundled sample scenarios, a server folder, or uploaded files.
 
-Plain functions (no Streamlit) so they can be tested directly.
+Plain functions, so they can be tested directly. Streamlit is touched in one place only:
+:func:`_streamlit_sessions`, which the upload janitor asks which browser sessions exist.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import re
 import shutil
 import stat
 import tempfile
+import threading
 import time
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.ingest.discover import discover, rank_from_name
 
-from .confine import resolve_roots, root_of_dumps
+from .args import MAX_UPLOAD_FILE_MB, MAX_UPLOAD_TOTAL_MB, SAMPLE_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_ROOT = REPO_ROOT / "sample_dumps"
 DEFAULT_SCENARIO = "large_32_stuck"
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
-#: Upload limits (MB): per file (also ``server.maxUploadSize`` in .streamlit/config.toml) and per tab.
-MAX_UPLOAD_FILE_MB = 256
-MAX_UPLOAD_TOTAL_MB = 1024
 MAX_UPLOAD_FILES = 4096
 #: Upload folders left behind (a crash, a killed server) are removed at startup after this long.
 UPLOAD_MAX_AGE_HOURS = 24.0
 UPLOAD_PREFIX = "flightdeck-upload-"
-
-
-@dataclass(frozen=True, slots=True)
-class Args:
-    """Command-line options given after ``--`` to ``streamlit run dashboard/app.py``."""
-
-    dumps: str | None = None
-    """Folder (or file, glob, prefix) holding the per-rank dumps to open."""
-    samples: Path = SAMPLE_ROOT
-    """Folder whose sub-folders are the sample scenarios offered in the sidebar."""
-    dumps_roots: tuple[str, ...] = field(default_factory=tuple)
-    """Extra folders the path box may read (``--dumps-root``, repeatable)."""
-    max_upload_mb: int = MAX_UPLOAD_FILE_MB
-    max_upload_total_mb: int = MAX_UPLOAD_TOTAL_MB
-
-    def roots(self) -> tuple[str, ...]:
-        """Real paths of every folder the path box may read: ``--dumps-root``s, the samples, ``--dumps``."""
-        extra = [root_of_dumps(self.dumps)] if self.dumps else []
-        return resolve_roots([*self.dumps_roots, self.samples, *extra])
-
-
-def parse_args(argv: Sequence[str]) -> Args:
-    """Parse the app's own options; unknown ones are ignored so Streamlit's never clash."""
-    parser = argparse.ArgumentParser(prog="dashboard/app.py", add_help=False)
-    parser.add_argument("--dumps", default=os.environ.get("FLIGHTDECK_DUMPS"))
-    parser.add_argument("--samples", default=os.environ.get("FLIGHTDECK_SAMPLES"))
-    parser.add_argument("--dumps-root", action="append", default=[])
-    parser.add_argument("--max-upload-mb", type=int, default=MAX_UPLOAD_FILE_MB)
-    parser.add_argument("--max-upload-total-mb", type=int, default=MAX_UPLOAD_TOTAL_MB)
-    ns, _ = parser.parse_known_args(list(argv))
-    env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
-    return Args(
-        dumps=ns.dumps or None,
-        samples=Path(ns.samples) if ns.samples else SAMPLE_ROOT,
-        dumps_roots=tuple(env_roots + ns.dumps_root),
-        max_upload_mb=max(1, ns.max_upload_mb),
-        max_upload_total_mb=max(1, ns.max_upload_total_mb),
-    )
 
 
 def sample_scenarios(root: Path = SAMPLE_ROOT) -> list[str]:
@@ -236,3 +194,90 @@ def sweep_stale_uploads(
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
+
+
+def _streamlit_sessions() -> tuple[str | None, Callable[[str], bool]]:
+    """This run's browser session id, and whether Streamlit still holds a session
+    (connected, or kept for reconnecting: ``server.disconnectedSessionTTL``).
+
+    Streamlit has no public API for either: this is the only use of its runtime's
+    internals. Where they fail (AppTest, bare mode, a Streamlit whose internals moved)
+    the id is None and every session counts as held, so no folder is removed early.
+    """
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        manager = Runtime.instance()._session_mgr
+    except Exception:  # noqa: BLE001
+        return None, lambda _sid: True
+
+    def held(session_id: str) -> bool:
+        try:
+            return manager.get_session_info(session_id) is not None
+        except Exception:  # noqa: BLE001
+            return True
+
+    return (ctx.session_id if ctx else None), held
+
+
+class UploadJanitor:
+    """The upload folders of this server process, by the browser session that owns them.
+
+    A tab's folder is deleted when its session object is collected (the folder's
+    finalizer); :meth:`tidy` does not wait for that: it deletes the folders of sessions
+    Streamlit no longer holds, at most every ``min_interval_s``, and once per process
+    the folders a crashed server left behind.
+    """
+
+    def __init__(
+        self,
+        sessions: Callable[[], tuple[str | None, Callable[[str], bool]]] = _streamlit_sessions,
+        min_interval_s: float = 5.0,
+        parent: str | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self._owners: weakref.WeakValueDictionary[str, UploadFolder] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+        self._last = -float("inf")
+        self._swept = False
+        self.min_interval_s = min_interval_s
+        self.parent = parent
+
+    def folder(self, current: object) -> UploadFolder:
+        """``current`` if it is a live upload folder, else a new one owned by this run's session."""
+        if isinstance(current, UploadFolder) and current.alive:
+            return current
+        with self._lock:
+            if not self._swept:
+                self._swept = True
+                sweep_stale_uploads(self.parent)
+        folder = UploadFolder(self.parent)
+        session_id, _ = self._sessions()
+        if session_id is not None:
+            with self._lock:
+                self._owners[session_id] = folder
+        return folder
+
+    def tidy(self) -> list[str]:
+        """Delete the folders of sessions Streamlit no longer holds (closed tabs); returns their paths."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < self.min_interval_s:
+                return []
+            self._last = now
+            owned = list(self._owners.items())
+        _, held = self._sessions()
+        removed = []
+        for session_id, folder in owned:
+            if not held(session_id):
+                removed.append(folder.path)
+                folder.remove()
+                with self._lock:
+                    self._owners.pop(session_id, None)
+        return removed
+
+
+#: The server process's janitor: the sidebar asks it for a tab's folder, every run tidies.
+UPLOADS = UploadJanitor()

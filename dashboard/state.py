@@ -11,20 +11,65 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-# session_state keys
+# Every st.session_state key the page uses. Widgets' keys are session_state keys too.
 SOURCE = "source"
+"""Widget: where the dumps come from (one of SOURCES)."""
 SCENARIO = "scenario"
+"""Widget: the sample scenario picked."""
 PATH = "path"
+"""Widget: the dump folder typed in the path box."""
+UPLOADS = "uploads"
+"""Widget: the uploaded files."""
 PG = "pg"
-CELL = "cell"
-WINDOW = "window"
-DATASET = "_dataset"
-HYDRATED = "_hydrated"
-LAST_EVENT = "_last_event"
-UPLOAD_DIR = "_upload_dir"
+"""Widget: the process group shown."""
 TAB = "tab"
+"""Widget: the open tab (one of TABS)."""
+RANKS_PER_NODE = "ranks_per_node"
+"""Widget: ranks per host (0: host names from the file names or the hostfile)."""
+COMPARE_PATH = "compare_path"
+"""Widget: a folder of earlier dumps of the same job."""
+SHOW_MOVED = "show_moved"
+"""Widget: draw what moved since the earlier dumps over the heatmap."""
+CLASS = "rank_class"
+"""The rank class opened in the Job view (its id)."""
+CLASS_GRAPH = "class_graph"
+"""Chart: the wait-for graph folded by class."""
+CLASS_TABLE = "class_table"
+"""Dataframe: one row per rank class (selectable)."""
+CELL = "cell"
+"""The selected (rank, seq) of the shown group's heatmap."""
+WINDOW = "window"
+"""The region of the shown group's grid open at full resolution (a Window)."""
+DATASET = "_dataset"
+"""The key of the dump set shown by the last run."""
+HYDRATED = "_hydrated"
+"""True once the URL's selection has been read in this tab."""
+LAST_EVENT = "_last_event"
+"""Per chart key, the last chart selection acted upon (a click is acted upon once)."""
+PG_SHOWN = "_pg_shown"
+"""The process group the last run showed."""
+UPLOAD_DIR = "_upload_dir"
+"""This tab's private upload folder (an UploadFolder)."""
+UPLOAD_SIGNATURE = "_upload_signature"
+"""Which uploaded files the upload folder holds now."""
+SHOW_ALL = "show_all"
+"""Button: show every seq of a long group."""
+BACK_TO_OVERVIEW = "back_to_overview"
+"""Button: close the open region."""
+DOWNLOAD_HTML = "download_html"
+DOWNLOAD_PARQUET = "download_parquet"
+ARRIVALS_CHART = "arrivals"
+"""Chart: arrivals at the wavefront collective."""
+HEATMAP_PREFIX = "heatmap:"
+"""Charts: the heatmap of one group and region, ``heatmap:<pg>:<region>`` (see heatmap_key)."""
 
-TABS = ("Heatmap", "Wavefront", "All groups", "Export")
+SELECTION = (CELL, WINDOW, LAST_EVENT)
+"""What a click selected: forgotten when another dump set or group is shown."""
+OPEN_RANK_PREFIX = "open_rank:"
+"""Buttons: open one rank of a class in the heatmap, ``open_rank:<class>:<rank>``."""
+
+TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Export")
+HEATMAP_TAB = TABS[0]
 
 SOURCE_SAMPLE = "Sample scenario"
 SOURCE_FOLDER = "Folder on this server"
@@ -86,14 +131,41 @@ def hydrate(state: State, params: MutableMapping[str, Any]) -> None:
                 state[WINDOW] = window
 
 
+def forget_selection(state: State) -> None:
+    for key in SELECTION:
+        state.pop(key, None)
+
+
 def on_dataset(state: State, dataset: str) -> None:
-    """Forget the selection when another dump set is opened (not on the first load)."""
+    """Forget the selection and the group when another dump set is opened (not on the first load)."""
     previous = state.get(DATASET)
     state[DATASET] = dataset
     if previous is not None and previous != dataset:
-        for key in (CELL, WINDOW, LAST_EVENT):
-            state.pop(key, None)
+        forget_selection(state)
         state.pop(PG, None)
+        state.pop(CLASS, None)
+
+
+def on_group(state: State, pg_key: str) -> None:
+    """Forget the selection when another group is shown: its cells and regions mean nothing there."""
+    previous = state.get(PG_SHOWN)
+    if previous is not None and previous != pg_key:
+        forget_selection(state)
+    state[PG_SHOWN] = pg_key
+
+
+def open_in_heatmap(state: State, pg_key: str, rank: int, seq: int) -> None:
+    """Show ``rank`` at ``seq`` of ``pg_key`` in the heatmap (a button's callback: before the widgets)."""
+    state[PG] = pg_key
+    state[PG_SHOWN] = pg_key
+    forget_selection(state)
+    set_cell(state, rank, seq)
+    state[TAB] = HEATMAP_TAB
+
+
+def heatmap_key(pg_key: str, window: Window | None) -> str:
+    """The heatmap chart's key: one per group and region, so a new region starts with no stale selection."""
+    return f"{HEATMAP_PREFIX}{pg_key}:{'all' if window is None else window.to_param()}"
 
 
 def get_cell(state: State) -> tuple[int, int] | None:

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -53,6 +54,11 @@ NEUTRAL_OTHER = "/workspace/"
 
 FR_BUFFER_SIZE = "2000"
 BLOCK_TIMEOUT_S = 1.5  # a wait longer than this marks the rank as blocked
+#: A slow job must go on after each wait: a gloo wait that times out breaks its
+#: connection, so there the waits are given far longer than the slow rank sleeps.
+SLOW_JOB_TIMEOUT_S = 30.0
+#: In a slow job, a snapshot is taken once the slow rank has slept this long (its peers wait by then).
+SLOW_SETTLE_S = 1.2
 POLL_S = 0.05
 
 SCENARIOS: dict[str, str] = {
@@ -66,6 +72,7 @@ SCENARIOS: dict[str, str] = {
     "p2p_unposted": "a pipeline stage never posts its recv for activations",
     "missing_dump": "culprit is stuck before a DP all_reduce and never dumps",
     "two_culprits": "two ranks in different TP groups are stuck in compute",
+    "slow_compute": "culprit is slow, not stuck: it sleeps before the TP all_reduce of every step from the fault on",
 }
 
 EXPECTED_CLASS: dict[str, str | None] = {
@@ -79,6 +86,7 @@ EXPECTED_CLASS: dict[str, str | None] = {
     "p2p_unposted": "missing_participant",
     "missing_dump": "missing_dump",
     "two_culprits": "missing_participant",
+    "slow_compute": "missing_participant",
 }
 
 # Every committed set: directory name -> generate() keyword arguments.
@@ -99,7 +107,18 @@ ALL_SETS: dict[str, dict[str, Any]] = {
         "fill_pg_config": True,
     },
     "large_32_stuck": {"scenario": "stuck_compute", "world_size": 32, "culprit": 19},
+    # Two snapshots of one job each (the earlier in <name>.earlier): dead or slow?
+    "stuck_twice": {"scenario": "stuck_compute", "culprit": 5, "earlier": True},
+    "slow_rank": {"scenario": "slow_compute", "culprit": 5, "steps": 8, "earlier": True},
+    # A ring buffer of 2 entries: some ranks' buffers start after the divergence.
+    "short_buffer": {"scenario": "stuck_compute", "culprit": 5, "buffer_size": 2},
 }
+
+#: The culprit of ``slow_compute`` sleeps this long per step: longer than the block timeout,
+#: so its peers are seen waiting on it, then it goes on.
+SLOW_S = 2.5
+#: Between the two snapshots (at least one slow step, so a slow job moves in between).
+SNAPSHOT_INTERVAL_S = 3.0
 
 
 # --------------------------------------------------------------------------- #
@@ -242,6 +261,10 @@ def _describe(scenario: str, culprits: list[int], layout: Layout, step: int) -> 
             f"Ranks {culprits} sleep (stuck in compute) in forward_tp_layer at step {step}, "
             "before the tensor_parallel all_reduce of their two TP groups."
         ),
+        "slow_compute": (
+            f"Rank {c} is slow, not stuck: from step {step} on it sleeps {SLOW_S} s in forward_tp_layer "
+            "before the tensor_parallel all_reduce of every step, and its peers wait for it each time."
+        ),
     }
     group_and_op: dict[str, tuple[str | None, str | None]] = {
         "healthy": (None, None),
@@ -284,6 +307,16 @@ class RankContext:
     def fault(self, point: str) -> bool:
         """True when this rank must misbehave at ``point`` in the current step."""
         return self.is_culprit and self.step == self.plan["fault_step"] and self.plan["point"] == point
+
+    def slow_now(self, point: str) -> bool:
+        """True when this rank is the slow one and is at ``point`` in a step from the fault on."""
+        plan = self.plan
+        return (
+            self.is_culprit
+            and plan["scenario"] == "slow_compute"
+            and self.step >= plan["fault_step"]
+            and plan["point"] == point
+        )
 
     def log(self, message: str) -> None:
         elapsed = time.time() - self.plan["started"]
@@ -360,6 +393,10 @@ def forward_tp_layer(ctx: RankContext, hidden: Any) -> Any:
     wait_for(ctx, dist.all_gather_into_tensor(gathered, shard, group=tp, async_op=True))
 
     partial = hidden.clone()
+    if ctx.slow_now("tp_forward_all_reduce"):
+        ctx.set_state("slow")
+        time.sleep(ctx.plan["slow_s"])
+        ctx.set_state("running")
     if ctx.fault("tp_forward_all_reduce"):
         scenario = ctx.plan["scenario"]
         if scenario in ("stuck_compute", "two_culprits", "missing_dump"):
@@ -639,27 +676,33 @@ def _take_dump(plan: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
 
 
 def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
-    """Wait for the parent's signal, write the dump, wait for release, exit."""
-
-    while not (ctx.state_dir / "dump_now").exists():
-        if time.time() > ctx.deadline:
-            os._exit(4)
-        time.sleep(POLL_S)
-    if not skip_dump:
+    """Wait for the parent's signal, write the dump (once per snapshot), wait for release, exit."""
+    for k, out_dir in enumerate(snapshot_dirs(ctx.plan)):
+        while not (ctx.state_dir / f"dump_now_{k}").exists():
+            if time.time() > ctx.deadline:
+                os._exit(4)
+            time.sleep(POLL_S)
+        if skip_dump:
+            continue
         t0 = time.time()
         data, dump = _take_dump(ctx.plan)
-        ctx.log(f"dumped in {time.time() - t0:.2f}s")
-        summary = ctx.state_dir / f"summary_{ctx.rank}.json"
+        ctx.log(f"dump {k} in {time.time() - t0:.2f}s")
+        summary = ctx.state_dir / f"summary_{k}_{ctx.rank}.json"
         extra = getattr(ctx, "extra_summary", None)  # a rank body may add its own facts
         summary.write_text(json.dumps({**_summarize(dump), **(extra() if extra else {})}))
         name = dump_file_name(ctx.plan, ctx.rank)
-        tmp = ctx.out_dir / f".{name}.tmp"
+        tmp = out_dir / f".{name}.tmp"
         tmp.write_bytes(data)
-        os.replace(tmp, ctx.out_dir / name)
+        os.replace(tmp, out_dir / name)
     while not ctx.released():
         time.sleep(POLL_S)
     sys.stdout.flush()
     os._exit(1 if skip_dump else 0)
+
+
+def snapshot_dirs(plan: dict[str, Any]) -> list[Path]:
+    """The folders the ranks dump into, in order: ``plan['dump_dirs']``, or just ``plan['out_dir']``."""
+    return [Path(d) for d in plan.get("dump_dirs") or [plan["out_dir"]]]
 
 
 def _warm_up_symbolizer() -> None:
@@ -777,6 +820,7 @@ def _fault_point(scenario: str, layout: Layout) -> str | None:
         "p2p_unposted": "recv_activations",
         "missing_dump": "dp_bucket0" if layout.dp > 1 else "tp_forward_all_reduce",
         "two_culprits": "tp_forward_all_reduce",
+        "slow_compute": "tp_forward_all_reduce",
     }[scenario]
 
 
@@ -810,78 +854,127 @@ def generate(
     *,
     tp: int | None = None,
     pp: int | None = None,
+    buffer_size: int | None = None,
+    earlier_dir: Path | None = None,
+    earlier_when: str = "settled",
+    interval_s: float = SNAPSHOT_INTERVAL_S,
 ) -> dict:
     """Run one scenario with real processes; write the dumps and scenario.json.
 
-    Returns the scenario.json content. Raises RuntimeError if the run did not
-    produce the expected dump files before its deadline.
+    ``buffer_size`` sets the Flight Recorder's ring buffer (default 2000 entries).
+    With ``earlier_dir`` the job is dumped twice: first into ``earlier_dir`` (when every
+    rank has settled, or with ``earlier_when="fault"`` as soon as the culprit stops or
+    slows), then, at least ``interval_s`` later and once every rank has settled again,
+    into ``out_dir``. Returns the content of ``out_dir``'s scenario.json. Raises
+    RuntimeError if the run did not produce the expected dump files before its deadline.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {sorted(SCENARIOS)}")
     if steps < 2:
         raise ValueError("steps must be >= 2")
+    if earlier_when not in ("settled", "fault"):
+        raise ValueError(f"earlier_when must be 'settled' or 'fault', not {earlier_when!r}")
     import torch
 
     layout = default_layout(world_size, tp, pp)
     culprits = _choose_culprits(scenario, layout, culprit, seed)
-    fault_step = _fault_step(steps)
-    fault, group_desc, op = _describe(scenario, culprits, layout, fault_step)
-    suspects = sorted(culprits)
-    if scenario == "p2p_unposted":
-        pp_ranks = layout.group_of(layout.pp_groups(), culprits[0])
-        sender = pp_ranks[pp_ranks.index(culprits[0]) - 1]
-        suspects = sorted([culprits[0], sender])
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for old in list(out_dir.glob("rank_*")) + [out_dir / "scenario.json"]:
-        old.unlink(missing_ok=True)
+    dirs = [Path(d) for d in ([earlier_dir] if earlier_dir is not None else []) + [out_dir]]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        for old in list(d.glob("rank_*")) + [d / "scenario.json"]:
+            old.unlink(missing_ok=True)
 
     work = Path(tempfile.mkdtemp(prefix="fr_generate_"))
     started = time.time()
-    budget = 40.0 + 2.0 * world_size + 2.0 * steps
+    budget = 40.0 + 2.0 * world_size + 2.0 * steps + (interval_s + SLOW_S * steps if earlier_dir else 0.0)
     plan = {
         "scenario": scenario,
         "layout": {"world_size": world_size, "tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
         "culprits": culprits,
-        "fault_step": fault_step,
+        "fault_step": _fault_step(steps),
         "point": _fault_point(scenario, layout),
         "steps": steps,
         "seed": seed,
         "fill_pg_config": fill_pg_config,
         "port": _free_port(),
         "state_dir": str(work),
-        "out_dir": str(out_dir.resolve()),
+        "out_dir": str(dirs[-1].resolve()),
+        "dump_dirs": [str(d.resolve()) for d in dirs],
+        "slow_s": SLOW_S,
+        "block_timeout_s": SLOW_JOB_TIMEOUT_S if scenario == "slow_compute" else BLOCK_TIMEOUT_S,
         "started": started,
         "deadline": started + budget,
     }
     missing = set(culprits) if scenario == "missing_dump" else set()
-    result = run_plan(plan, [sys.executable, str(SCRIPT_PATH), "--_launch"], missing=missing)
-    summaries = result.summaries
+    env = {"TORCH_FR_BUFFER_SIZE": str(buffer_size)} if buffer_size is not None else None
 
+    def moment(k: int, work: Path, deadline: float, launcher: subprocess.Popen) -> None:
+        if k > 0:
+            time.sleep(interval_s)
+        first_at_fault = k == 0 and len(dirs) > 1 and earlier_when == "fault"
+        if scenario == "slow_compute" and not first_at_fault:
+            _await_slow_window(work, culprits[0], deadline, launcher)
+        elif first_at_fault:
+            _await_fault(work, world_size, culprits, deadline, launcher)
+        else:
+            _await_settled(work, world_size, ("done", "blocked", "stuck", "slow"), 0.3, deadline, launcher)
+
+    result = run_plan(plan, [sys.executable, str(SCRIPT_PATH), "--_launch"], missing=missing, env=env, moment=moment)
+    info = _scenario_info(scenario, culprits, layout, plan, fill_pg_config, buffer_size)
+    tail = {"torch_version": torch.__version__, "generation_seconds": round(time.time() - started, 1)}
+    for k, d in enumerate(dirs):
+        head, rest = _split_after(info, "expected")
+        snapshot = {
+            **head,
+            "observed": _observed(result.snapshots[k], world_size),
+            "torch_version": tail["torch_version"],
+        }
+        snapshot.update(rest)
+        snapshot["generation_seconds"] = tail["generation_seconds"]
+        if len(dirs) > 1:
+            snapshot["snapshot"] = {"taken": "earlier" if k == 0 else "later", "other": dirs[1 - k].name}
+            if k == 0:
+                snapshot["snapshot"]["when"] = earlier_when
+            else:
+                snapshot["snapshot"]["interval_s"] = interval_s
+        (d / "scenario.json").write_text(json.dumps(snapshot, indent=2) + "\n")
+    return snapshot
+
+
+def _split_after(d: dict, key: str) -> tuple[dict, dict]:
+    keys = list(d)
+    cut = keys.index(key) + 1
+    return {k: d[k] for k in keys[:cut]}, {k: d[k] for k in keys[cut:]}
+
+
+def _scenario_info(
+    scenario: str, culprits: list[int], layout: Layout, plan: dict, fill_pg_config: bool, buffer_size: int | None
+) -> dict:
+    """What was injected and what an analyser should conclude (the scenario.json fields)."""
+    fault_step = plan["fault_step"]
+    fault, group_desc, op = _describe(scenario, culprits, layout, fault_step)
+    suspects = sorted(culprits)
+    if scenario == "p2p_unposted":
+        pp_ranks = layout.group_of(layout.pp_groups(), culprits[0])
+        suspects = sorted([culprits[0], pp_ranks[pp_ranks.index(culprits[0]) - 1]])
     info = {
         "scenario": scenario,
-        "world_size": world_size,
+        "world_size": layout.world_size,
         "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
         "injected_ranks": culprits,
         "fault": fault,
         "fault_step": None if scenario == "healthy" else fault_step,
         "fault_group_desc": group_desc,
         "fault_op": op,
-        "steps": steps,
-        "expected": {
-            "failure_class": EXPECTED_CLASS[scenario],
-            "suspect_ranks": suspects,
-        },
-        "observed": _observed(summaries, world_size),
-        "torch_version": torch.__version__,
-        "seed": seed,
+        "steps": plan["steps"],
+        "expected": {"failure_class": EXPECTED_CLASS[scenario], "suspect_ranks": suspects},
+        "seed": plan["seed"],
         "fill_pg_config": fill_pg_config,
-        "generation_seconds": round(time.time() - started, 1),
     }
+    if buffer_size is not None:
+        info["buffer_size"] = buffer_size
     if scenario == "p2p_unposted":
         info["expected"]["note"] = P2P_NOTE
-    (out_dir / "scenario.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
 
 
@@ -890,9 +983,12 @@ class RunResult:
     """What the parent saw of one run: per-rank summaries, final states and what blocked ranks waited on."""
 
     summaries: dict[str, Any]
+    """Each rank's summary of its last dump."""
     states: dict[int, str]
     details: dict[int, str]
     seconds: float
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    """Each rank's summary, per snapshot (one per dump folder, in order)."""
 
 
 def _read_states(work: Path, world_size: int) -> dict[int, tuple[str, int]] | None:
@@ -907,6 +1003,10 @@ def _read_states(work: Path, world_size: int) -> dict[int, tuple[str, int]] | No
     return out
 
 
+Moment = Callable[[int, Path, float, subprocess.Popen], None]
+"""Waits (until a deadline) for the moment of snapshot k: (k, work folder, deadline, launcher)."""
+
+
 def run_plan(
     plan: dict[str, Any],
     launch_argv: list[str],
@@ -916,27 +1016,33 @@ def run_plan(
     terminal_states: tuple[str, ...] = ("done", "blocked", "stuck"),
     settle_s: float = 0.3,
     keep_work_on_error: bool = True,
+    moment: Moment | None = None,
 ) -> RunResult:
-    """Run the ranks of ``plan`` to their coordinated dump; the parent side of every generator.
+    """Run the ranks of ``plan`` to their coordinated dumps; the parent side of every generator.
 
     ``plan`` needs ``layout.world_size``, ``state_dir`` (an empty work folder),
-    ``out_dir``, ``started`` and ``deadline``; it is written to
-    ``state_dir/plan.json`` and the launcher is started as ``launch_argv +
-    [plan path]`` in its own process group. Once every rank's state is one of
-    ``terminal_states`` and no state changed for ``settle_s`` seconds, every rank
+    ``out_dir`` (or ``dump_dirs``, one folder per snapshot), ``started`` and
+    ``deadline``; it is written to ``state_dir/plan.json`` and the launcher is started
+    as ``launch_argv + [plan path]`` in its own process group. For each snapshot the
+    parent waits for its moment (by default: every rank's state is one of
+    ``terminal_states`` and no state changed for ``settle_s`` seconds), then every rank
     dumps at once; ranks in ``missing`` write no dump. After the dumps (or on any
     error, or at the deadline) the whole process group is killed. Raises
     RuntimeError, with the tail of the ranks' log, when the ranks never settle or
     a dump is not written.
     """
     work = Path(plan["state_dir"])
-    out_dir = Path(plan["out_dir"])
+    dirs = snapshot_dirs(plan)
     world_size = plan["layout"]["world_size"]
     plan_path = work / "plan.json"
     plan_path.write_text(json.dumps(plan))
     child_env = _child_env()
     child_env.update(env or {})
 
+    def settled(k: int, work: Path, deadline: float, launcher: subprocess.Popen) -> None:
+        _await_settled(work, world_size, terminal_states, settle_s, deadline, launcher)
+
+    wait_for_moment = moment or settled
     log = open(work / "log.txt", "wb")  # noqa: SIM115
     launcher = subprocess.Popen(
         [*launch_argv, str(plan_path)],
@@ -948,37 +1054,23 @@ def run_plan(
     )
     failed = True
     try:
-
-        def quiescent() -> bool:
-            states = _read_states(work, world_size)
-            return states is not None and all(s in terminal_states for s, _ in states.values())
-
         deadline = plan["deadline"] - 5.0
-        # Settled: quiescent, and no state file changed for settle_s (a wait that
-        # finishes right now shows up as a new state).
-        while True:
-            if not _wait_until(quiescent, deadline, launcher):
-                raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
-            before = _read_states(work, world_size)
-            time.sleep(settle_s)
-            if quiescent() and _read_states(work, world_size) == before:
-                break
-        final = _read_states(work, world_size) or {}
-        (work / "dump_now").touch()
-        expected = [out_dir / dump_file_name(plan, r) for r in range(world_size) if r not in missing]
-        if not _wait_until(lambda: all(p.exists() for p in expected), deadline, launcher):
-            raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
+        final: dict[int, tuple[str, int]] = {}
+        for k, out_dir in enumerate(dirs):
+            wait_for_moment(k, work, deadline, launcher)
+            final = _read_states(work, world_size) or {}
+            (work / f"dump_now_{k}").touch()
+            expected = [out_dir / dump_file_name(plan, r) for r in range(world_size) if r not in missing]
+            if not _wait_until(lambda expected=expected: all(p.exists() for p in expected), deadline, launcher):
+                raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
         (work / "release").touch()
         try:
             launcher.wait(timeout=10.0)
         except subprocess.TimeoutExpired:
             pass
-        summaries = {}
+        snapshots = [_summaries(work, k, world_size) for k in range(len(dirs))]
         details = {}
         for r in range(world_size):
-            path = work / f"summary_{r}.json"
-            if path.exists():
-                summaries[str(r)] = json.loads(path.read_text())
             detail = work / f"detail_{r}"
             if detail.exists() and final.get(r, ("", 0))[0] != "done":
                 details[r] = detail.read_text()
@@ -994,11 +1086,72 @@ def run_plan(
         if not (failed and keep_work_on_error):
             shutil.rmtree(work, ignore_errors=True)
     return RunResult(
-        summaries=summaries,
+        summaries=snapshots[-1],
         states={r: s for r, (s, _) in final.items()},
         details=details,
         seconds=time.time() - plan["started"],
+        snapshots=snapshots,
     )
+
+
+def _await_settled(
+    work: Path,
+    world_size: int,
+    terminal_states: tuple[str, ...],
+    settle_s: float,
+    deadline: float,
+    launcher: subprocess.Popen,
+) -> None:
+    """Wait until every rank's state is terminal and no state changed for ``settle_s`` (a wait
+    that finishes right now shows up as a new state)."""
+
+    def quiescent() -> bool:
+        states = _read_states(work, world_size)
+        return states is not None and all(s in terminal_states for s, _ in states.values())
+
+    while True:
+        if not _wait_until(quiescent, deadline, launcher):
+            raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
+        before = _read_states(work, world_size)
+        time.sleep(settle_s)
+        if quiescent() and _read_states(work, world_size) == before:
+            return
+
+
+def _await_fault(work: Path, world_size: int, culprits: list[int], deadline: float, launcher: subprocess.Popen) -> None:
+    """Wait until a culprit has stopped or slowed down."""
+
+    def faulted() -> bool:
+        states = _read_states(work, world_size)
+        return states is not None and any(states[c][0] in ("stuck", "slow") for c in culprits)
+
+    if not _wait_until(faulted, deadline, launcher):
+        raise RuntimeError(f"the fault never happened\n{_log_tail(work)}")
+
+
+def _await_slow_window(work: Path, culprit: int, deadline: float, launcher: subprocess.Popen) -> None:
+    """Wait until the slow rank has been in its sleep for SLOW_SETTLE_S without a break."""
+    since = None
+    while time.time() < deadline and launcher.poll() is None:
+        try:
+            slow = (work / f"state_{culprit}").read_text() == "slow"
+        except FileNotFoundError:
+            slow = False
+        now = time.time()
+        since = (since or now) if slow else None
+        if since is not None and now - since >= SLOW_SETTLE_S:
+            return
+        time.sleep(POLL_S)
+    raise RuntimeError(f"the slow rank never slept long enough\n{_log_tail(work)}")
+
+
+def _summaries(work: Path, k: int, world_size: int) -> dict[str, Any]:
+    out = {}
+    for r in range(world_size):
+        path = work / f"summary_{k}_{r}.json"
+        if path.exists():
+            out[str(r)] = json.loads(path.read_text())
+    return out
 
 
 P2P_NOTE = (
@@ -1029,6 +1182,9 @@ def generate_all(root: Path = SAMPLE_DIR) -> None:
     """Regenerate every committed set under ``root``."""
     for name, kwargs in ALL_SETS.items():
         t0 = time.time()
+        kwargs = dict(kwargs)
+        if kwargs.pop("earlier", False):
+            kwargs["earlier_dir"] = root / f"{name}.earlier"
         info = generate(out_dir=root / name, **kwargs)
         print(f"{name:28s} W={info['world_size']:<3d} culprits={info['injected_ranks']} ({time.time() - t0:.1f}s)")
 
@@ -1044,6 +1200,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tp", type=int, default=None)
     parser.add_argument("--pp", type=int, default=None)
     parser.add_argument("--fill-pg-config", action="store_true")
+    parser.add_argument("--buffer-size", type=int, default=None, help="Flight Recorder ring buffer entries (2000)")
+    parser.add_argument("--earlier", type=Path, default=None, help="dump twice: the first snapshot into this folder")
+    parser.add_argument("--earlier-when", choices=("settled", "fault"), default="settled")
+    parser.add_argument("--interval", type=float, default=SNAPSHOT_INTERVAL_S, help="seconds between the snapshots")
     parser.add_argument("--all", action="store_true", help="regenerate every committed set")
     parser.add_argument("--_launch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1066,6 +1226,10 @@ def main(argv: list[str] | None = None) -> None:
         steps=args.steps,
         tp=args.tp,
         pp=args.pp,
+        buffer_size=args.buffer_size,
+        earlier_dir=args.earlier,
+        earlier_when=args.earlier_when,
+        interval_s=args.interval,
     )
     print(json.dumps(info, indent=2))
 

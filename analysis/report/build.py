@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..diagnosis.analysis import Analysis, run_analysis
+from ..diagnosis.caveats import unreadable_files
 from ..diagnosis.verdict import diagnose
-from ..types import DumpSet
+from ..types import DumpSet, HostMap
 from .evidence import evidence, reason
 from .report import Report, Wavefront
 from .text import summary_sentence
+from .triage import add_triage
 
 
 def summarize_progress(a: Analysis) -> list[dict[str, Any]]:
@@ -39,17 +41,24 @@ def summarize_progress(a: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def build_report(a: Analysis) -> Report:
-    """The Report of an analysis: its diagnosis, in the words and fields a user reads."""
+def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | None = None) -> Report:
+    """The Report of an analysis: its diagnosis, in the words and fields a user reads.
+
+    ``hosts`` says where ranks ran (default: host names in the dump file names, if any);
+    ``earlier`` is an earlier snapshot of the same job to compare with.
+    """
     d = diagnose(a)
+    unreadable = unreadable_files(a)
     wavefront = None
     if d.wave is not None:
         g = a.groups.groups.get(d.wave[0])
         if g is not None:
             wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, d.wave[1], d.wave[2])
     suspects = d.suspects
-    summary = summary_sentence(d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks))
-    return Report(
+    summary = summary_sentence(
+        d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks), set(unreadable)
+    )
+    report = Report(
         verdict=d.verdict,
         failure_class=d.failure_class,
         suspect_ranks=suspects,
@@ -57,7 +66,7 @@ def build_report(a: Analysis) -> Report:
         attribution_state=d.attribution,
         wavefront=wavefront,
         summary=summary,
-        evidence=evidence(d.findings, a.groups),
+        evidence=evidence(d.findings, a.groups, unreadable),
         findings=d.findings,
         possible_ranks=[{"rank": r, "reason": reason(f, a.groups)} for r, f in sorted(d.possible.items())],
         ranks_loaded=len(a.dumps.ranks),
@@ -67,12 +76,14 @@ def build_report(a: Analysis) -> Report:
         suspect_classes=dict(d.suspect_classes),
         analysis=a,
     )
+    add_triage(report, a, d, hosts, earlier)
+    return report
 
 
-def analyze_dumps(dumps: DumpSet) -> Report:
-    """Analyze already-loaded dumps."""
+def analyze_dumps(dumps: DumpSet, hosts: HostMap | None = None, earlier: DumpSet | None = None) -> Report:
+    """Analyze already-loaded dumps (and compare them with ``earlier`` dumps of the job)."""
     a = run_analysis(dumps)
-    report = build_report(a)
+    report = build_report(a, hosts, None if earlier is None else run_analysis(earlier))
     report.tables = {
         "entries": dumps.entries,
         "stacks": dumps.stacks,
@@ -80,4 +91,6 @@ def analyze_dumps(dumps: DumpSet) -> Report:
         "pg_status": dumps.status,
         "files": dumps.files,
     }
+    if report.comparison is not None:
+        report.tables["compare"] = report.comparison.deltas
     return report

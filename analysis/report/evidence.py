@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from .. import schema as s
 from ..diagnosis.findings import Finding, Kind
 from ..model.groups import GroupIndex
+from ..types import FileError
 from .words import group_label, ranks_text
 
 _ATTRIBUTE_WORDS = {s.OP: "ops", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call sites"}
@@ -89,10 +92,13 @@ def _no_record(f: Finding, where: str) -> str:
 
 
 def _no_dump(f: Finding, where: str) -> str:
-    return (
-        f"Rank {f.rank} wrote no dump (process died or the file is lost); {ranks_text(f.waiters)} wait for it "
-        f"at seq {f.seq} ({f.op or 'op'}) of {where}."
+    unreadable = f.detail.get("unreadable_file")
+    who = (
+        f"Rank {f.rank}'s dump {unreadable} could not be read"
+        if unreadable
+        else (f"Rank {f.rank} wrote no dump (process died or the file is lost)")
     )
+    return f"{who}; {ranks_text(f.waiters)} wait for it at seq {f.seq} ({f.op or 'op'}) of {where}."
 
 
 def _p2p_unmatched(f: Finding, where: str) -> str:
@@ -120,6 +126,9 @@ def _stalled(f: Finding, where: str) -> str:
 
 
 def _absent(f: Finding, where: str) -> str:
+    unreadable = f.detail.get("unreadable_file")
+    if unreadable:
+        return f"Rank {f.rank} is a member of the job's groups, but its dump {unreadable} could not be read."
     return f"Rank {f.rank} is a member of the job's groups but wrote no dump."
 
 
@@ -175,14 +184,19 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
 }
 
 
-def sentence(f: Finding, groups: GroupIndex) -> str:
-    """The finding as one or two sentences a user reads."""
+def sentence(f: Finding, groups: GroupIndex, unreadable: Mapping[int, FileError] | None = None) -> str:
+    """The finding as one or two sentences a user reads; ``unreadable`` names the dump files of
+    ranks that are there but could not be read (so they are not said to have written none)."""
     where = group_label(groups.groups.get(f.pg_key)) if f.pg_key is not None else ""
+    if unreadable and f.kind in (Kind.NO_DUMP, Kind.ABSENT) and f.rank in unreadable:
+        f = replace(f, detail={**f.detail, "unreadable_file": os.path.basename(unreadable[f.rank].file)})
     return _SENTENCES[f.kind](f, where)
 
 
-def evidence(findings: tuple[Finding, ...] | list[Finding], groups: GroupIndex) -> list[str]:
-    return [sentence(f, groups) for f in findings]
+def evidence(
+    findings: tuple[Finding, ...] | list[Finding], groups: GroupIndex, unreadable: Mapping[int, FileError] | None = None
+) -> list[str]:
+    return [sentence(f, groups, unreadable) for f in findings]
 
 
 _REASONS: dict[Kind, Callable[[Finding, str], str]] = {

@@ -8,8 +8,10 @@ from typing import Any
 import pandas as pd
 
 from ..diagnosis.analysis import Analysis
+from ..diagnosis.compare import Comparison
 from ..diagnosis.findings import Finding
-from ..types import AttributionState, FailureClass, FileError, Verdict
+from ..diagnosis.rank_classes import RankClass
+from ..types import AttributionState, FailureClass, FileError, HostMap, Verdict
 
 SCHEMA = "flightdeck.report/1"
 
@@ -56,9 +58,22 @@ class Report:
     """What the evidence sentences say, as data."""
     possible_ranks: list[dict[str, Any]] = field(default_factory=list)
     """Ranks the dumps cannot clear nor blame for sure: ``{"rank", "reason"}`` each."""
+    confidence: str = "high"
+    """'high' | 'medium' | 'low': how far the caveats weaken the verdict."""
+    caveats: list[str] = field(default_factory=list)
+    hosts: list[dict[str, Any]] = field(default_factory=list)
+    """Hosts holding a suspect or a rank without a readable dump, in drain order."""
+    drain_hosts: list[str] = field(default_factory=list)
+    rank_classes: list[dict[str, Any]] = field(default_factory=list)
+    compare: dict[str, Any] | None = None
+    """With an earlier snapshot of the job: who moved in between."""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     analysis: Analysis | None = field(default=None, repr=False)
     """The intermediate results (groups, progress, wait graph) for views that need them."""
+    classes: list[RankClass] = field(default_factory=list, repr=False)
+    """``rank_classes`` as objects, in the same order."""
+    host_map: HostMap | None = field(default=None, repr=False)
+    comparison: Comparison | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,4 +91,10 @@ class Report:
             "missing_dumps": list(self.missing_dumps),
             "file_errors": [{"file": e.file, "error": e.error} for e in self.file_errors],
             "process_groups": self.process_groups,
+            "confidence": self.confidence,
+            "caveats": list(self.caveats),
+            "hosts": self.hosts,
+            "drain_hosts": list(self.drain_hosts),
+            "rank_classes": self.rank_classes,
+            "compare": self.compare,
         }

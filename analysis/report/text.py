@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from .report import Report, Wavefront
 from .words import compact_ranks, ranks_text
 
@@ -29,10 +31,18 @@ _CLASS_WORDS = {
     ),
     "missing_dump": ("wrote no dump", "wrote no dumps"),
 }
+_UNREADABLE_WORDS = ("has a dump file that could not be read", "have dump files that could not be read")
+_NO_READABLE_DUMP_WORDS = ("has no readable dump", "have no readable dumps")
 
 
 def summary_sentence(
-    verdict_word: str, failure_class: str, suspects: list[int], wave: Wavefront | None, n_victims: int, n_ranks: int
+    verdict_word: str,
+    failure_class: str,
+    suspects: list[int],
+    wave: Wavefront | None,
+    n_victims: int,
+    n_ranks: int,
+    unreadable: Collection[int] = (),
 ) -> str:
     if n_ranks == 0:
         return "No Flight Recorder dump could be read: nothing was analyzed."
@@ -48,6 +58,9 @@ def summary_sentence(
         )
     who = ranks_text(suspects, 12).capitalize()
     one, many = _CLASS_WORDS.get(failure_class, (failure_class, failure_class))
+    if failure_class == "missing_dump" and unreadable:
+        # the file is there: "wrote no dump" would be false
+        one, many = _UNREADABLE_WORDS if set(suspects) <= set(unreadable) else _NO_READABLE_DUMP_WORDS
     words = one if len(suspects) == 1 else many
     blocked = f"; {n_victims} other rank(s) wait on {'it' if len(suspects) == 1 else 'them'}" if n_victims else ""
     return f"{who} {words}{where}{blocked}."
@@ -64,6 +77,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
             if report.possible_ranks
             else []
         ),
+        ("confidence", _confidence(report)),
         ("victim ranks", compact_ranks(report.victim_ranks) or "none"),
         ("attribution", report.attribution_state.value),
     ]
@@ -75,8 +89,14 @@ def render_text(report: Report, verbose: bool = False) -> str:
     rows.append(("ranks loaded", str(report.ranks_loaded)))
     if report.missing_dumps:
         rows.append(("missing dumps", compact_ranks(report.missing_dumps)))
+    if report.rank_classes:
+        rows.append(("rank classes", _classes(report)))
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if report.caveats:
+        lines += ["", "Caveats:"] + [f"  - {c}" for c in report.caveats]
+    if report.compare is not None:
+        lines += ["", "Compared with the earlier dumps:", f"  {report.compare['summary']}"]
     if report.evidence:
         lines += ["", "Evidence:"] + [f"  - {e}" for e in report.evidence]
     if report.file_errors:
@@ -97,4 +117,38 @@ def render_text(report: Report, verbose: bool = False) -> str:
             lines.append(
                 f"  ({len(report.process_groups) - len(known)} more groups with no entries or status in the dumps)"
             )
-    return "\n".join(lines)
+    lines += ["", *_drain_lines(report)]
+    return "\n".join(lines).rstrip()
+
+
+def _confidence(report: Report) -> str:
+    n = len(report.caveats)
+    return report.confidence + (f" ({n} caveat{'s' if n != 1 else ''} below)" if n else "")
+
+
+def _classes(report: Report) -> str:
+    """How many classes, and the suspects' classes."""
+    mine = [c for c in report.rank_classes if c["suspect"]]
+    text = f"{len(report.rank_classes)} (largest {report.rank_classes[0]['size']} ranks)"
+    if mine:
+        sizes = ", ".join(str(c["size"]) for c in mine[:4])
+        text += f"; suspects in {len(mine)} class{'es' if len(mine) != 1 else ''} of {sizes} rank(s)"
+    return text
+
+
+def _drain_lines(report: Report) -> list[str]:
+    """The drain list, last: the hosts to take out, in order of evidence."""
+    if report.drain_hosts:
+        lines = ["Drain, in order of evidence:"]
+        for h in report.hosts:
+            why = []
+            if h["suspect_ranks"]:
+                why.append(f"suspect {compact_ranks(h['suspect_ranks'], 8)}")
+            lost = [r for r in h["ranks_without_dump"] if r not in h["suspect_ranks"]]
+            if lost:
+                why.append(f"no readable dump from {compact_ranks(lost, 8)}")
+            lines.append(f"  {h['host']}  ({'; '.join(why)})")
+        return lines
+    if report.suspect_ranks and report.host_map is None:
+        return ["Drain: hosts unknown (give --ranks-per-node N or --hostfile FILE)."]
+    return [] if not report.suspect_ranks else ["Drain: no host holds a suspect."]

@@ -13,9 +13,17 @@ import pandas as pd
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
+from ..diagnosis.compare import Comparison
 
 OUTSIDE, COMPLETED, STARTED, SCHEDULED, NOT_ISSUED, MISMATCHED = range(6)
 STATE_NAMES = ("outside buffer", "completed", "started", "scheduled", "not issued", "mismatched")
+
+
+def shown_state(state: object, retired: object) -> str:
+    """An entry's state as the heatmap shows it: finished work is 'completed' even where the
+    dump left it 'scheduled' (gloo marks finished work retired, not completed)."""
+    done = str(state) == "completed" or (retired is not None and not pd.isna(retired) and bool(retired))
+    return "completed" if done else str(state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +100,33 @@ def aggregate(codes: np.ndarray, max_rows: int, max_cols: int) -> tuple[np.ndarr
     cb = max(1, -(-n_cols // max_cols))
     if rb == 1 and cb == 1:
         return codes, 1, 1
+    return block_max(codes, rb, cb), rb, cb
+
+
+def block_max(codes: np.ndarray, rb: int, cb: int) -> np.ndarray:
+    """The maximum of each ``rb`` x ``cb`` block (the last blocks padded with OUTSIDE, 0)."""
+    if rb == 1 and cb == 1:
+        return codes
+    n_rows, n_cols = codes.shape
     pad_r, pad_c = (-n_rows) % rb, (-n_cols) % cb
     padded = np.pad(codes, ((0, pad_r), (0, pad_c)), constant_values=OUTSIDE)
     blocks = padded.reshape(padded.shape[0] // rb, rb, padded.shape[1] // cb, cb)
-    return blocks.max(axis=(1, 3)), rb, cb
+    return blocks.max(axis=(1, 3))
+
+
+def moved_grid(grid: Grid, comparison: Comparison | None) -> np.ndarray | None:
+    """1 where a rank completed the seq between the earlier and this snapshot, else 0; same
+    shape as ``grid.codes``. None without a comparison."""
+    if comparison is None:
+        return None
+    out = np.zeros(grid.codes.shape, dtype=np.int8)
+    if not len(grid.seqs):
+        return out
+    d = comparison.deltas
+    mine = d.loc[(d[s.PG_KEY] == grid.pg_key).to_numpy() & (d["completed_between"] > 0).to_numpy()]
+    row_of = {int(r): i for i, r in enumerate(grid.ranks)}
+    for rank, lo, hi in mine[[s.RANK, "completed_earlier", "completed_later"]].itertuples(index=False):
+        i = row_of.get(int(rank))
+        if i is not None:
+            out[i, (grid.seqs > lo) & (grid.seqs <= hi)] = 1
+    return out

@@ -6,7 +6,8 @@ import streamlit as st
 
 from analysis import schema as s
 from analysis.views import drilldown as views
-from analysis.views.grid import STATE_NAMES
+from analysis.views import stacks
+from analysis.views.grid import STATE_NAMES, shown_state
 
 from .. import data, tables
 from .text import md_escape
@@ -23,14 +24,15 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
     if rank not in group.ranks:
         st.caption(f"Rank {rank} is not a member of this group; select a cell in the heatmap.")
         return
-    st.subheader(f"rank {rank} · seq {seq}", anchor=False)
-    entry, exact, frames = tables.cell_stack(report, pg_key, rank, seq)
+    host = report.host_map.host(rank) if report.host_map else None
+    st.subheader(f"rank {rank} · seq {seq}" + (f" · {host}" if host else ""), anchor=False)
+    found = views.cell_entry(a, pg_key, rank, seq)
+    entry, exact, frames = found.entry, found.exact, found.frames
     if not exact:
-        where = (
-            f"its newest entry in this group is seq {entry.get(s.SEQ)} {entry.get(s.OP)} ({entry.get(s.STATE)})"
-            if entry
-            else "it recorded no entry in this group"
-        )
+        where = "it recorded no entry in this group"
+        if entry:
+            state = shown_state(entry.get(s.STATE), entry.get(s.RETIRED))
+            where = f"its newest entry in this group is seq {entry.get(s.SEQ)} {entry.get(s.OP)} ({state})"
         st.warning(
             md_escape(f"Rank {rank} has no entry at seq {seq} ({_state_name(loaded, pg_key, rank, seq)}): {where}.")
         )
@@ -39,35 +41,35 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
     with left:
         st.markdown("**Entry at this seq**" if exact else "**Newest entry of this rank in the group**")
         if entry is not None:
-            st.dataframe(tables.entry_table(entry), hide_index=True, width="stretch", height=360)
+            shown = views.readable_entry(entry, data.dump_ns(loaded))
+            st.dataframe(tables.entry_table(shown), hide_index=True, width="stretch", height=360)
         else:
             st.text("(no entry)")
     with right:
         st.markdown(f"**Call stack of rank {rank}** (innermost frame first)")
         st.code(tables.frames_text(frames), language=None, wrap_lines=True)
-        _diff_against_majority(a, pg_key, seq, entry, frames)
+        _diff_against_majority(a, pg_key, seq, found)
 
     st.markdown(f"**Newest entries of rank {rank}** (all groups, newest first)")
     st.dataframe(views.last_entries(a, rank, 20), hide_index=True, width="stretch", height=280)
 
 
-def _diff_against_majority(a, pg_key: str, seq: int, entry: dict | None, frames: list[str]) -> None:
-    peers = views.stacks_at(a, pg_key, seq)
-    majority = peers[0][0] if peers else None
-    mine = None if entry is None else entry.get(s.STACK_ID)
-    if majority is None or not frames:
-        if not frames:
-            st.caption("No call stack recorded for this entry (NCCL dumps may omit them).")
+def _diff_against_majority(a, pg_key: str, seq: int, found: views.CellEntry) -> None:
+    if not found.frames:
+        st.caption("No call stack recorded for this entry (NCCL dumps may omit them).")
         return
-    n_major = len(peers[0][1])
-    if mine is not None and int(mine) == majority:
-        st.caption(f"Same call stack as the majority at seq {seq} ({n_major} ranks).")
+    majority = stacks.majority_stack(a, pg_key, seq)
+    if majority is None:
+        return
+    if found.stack_id == majority.stack_id:
+        st.caption(f"Same call stack as the majority at seq {seq} ({majority.num_ranks} ranks).")
         return
     st.markdown(
-        f"**How it differs from the majority's stack at seq {seq}** ({n_major} ranks; "
+        f"**How it differs from the majority's stack at seq {seq}** ({majority.num_ranks} ranks; "
         "`+` this rank, `-` majority, outermost frame first)"
     )
-    st.code(tables.diff_text(views.stack_diff(frames, views.stack_frames(a, majority))), language="diff")
+    diff = stacks.stack_diff(found.frames, stacks.stack_frames(a, majority.stack_id))
+    st.code(tables.diff_text(diff), language="diff")
 
 
 def _state_name(loaded: data.Loaded, pg_key: str, rank: int, seq: int) -> str:

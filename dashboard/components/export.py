@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import data
+from .. import data, state
 
 
 def render(loaded: data.Loaded, title: str) -> None:
@@ -17,7 +17,7 @@ def render(loaded: data.Loaded, title: str) -> None:
         mime="text/html",
         on_click="ignore",
         icon=":material/description:",
-        key="download_html",
+        key=state.DOWNLOAD_HTML,
     )
     c2.download_button(
         "Tables as Parquet (zip)",
@@ -26,5 +26,5 @@ def render(loaded: data.Loaded, title: str) -> None:
         mime="application/zip",
         on_click="ignore",
         icon=":material/table:",
-        key="download_parquet",
+        key=state.DOWNLOAD_PARQUET,
     )

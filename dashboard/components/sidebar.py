@@ -3,76 +3,19 @@
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
+from analysis.ingest.hosts import read_hostfile
 from analysis.report.words import group_label
+from analysis.types import HostMap, InputError
 
 from .. import confine, state
-from ..sources import (
-    Args,
-    UploadFolder,
-    check_uploads,
-    default_scenario,
-    sample_scenarios,
-    sweep_stale_uploads,
-    write_uploads,
-)
+from ..args import Args
+from ..sources import UPLOADS, check_uploads, default_scenario, sample_scenarios, write_uploads
 from .text import md_escape
-
-log = logging.getLogger(__name__)
-
-_SWEPT: list[bool] = []
-#: Upload folders of this process by the browser session that owns them (weak: the session holds it).
-_OWNERS: weakref.WeakValueDictionary[str, UploadFolder] = weakref.WeakValueDictionary()
-_OWNERS_LOCK = threading.Lock()
-_LAST_JANITOR = [0.0]
-
-
-def _session_id() -> str | None:
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-        return ctx.session_id if ctx else None
-    except Exception:  # noqa: BLE001  (no runtime: AppTest or bare mode)
-        return None
-
-
-def _session_known(session_id: str) -> bool:
-    """Is this session connected, or kept for reconnecting (``server.disconnectedSessionTTL``)?"""
-    try:
-        from streamlit.runtime import Runtime
-
-        return Runtime.instance()._session_mgr.get_session_info(session_id) is not None
-    except Exception:  # noqa: BLE001  (an internal API: if it moves, keep the folder)
-        return True
-
-
-def remove_orphan_uploads(min_interval_s: float = 5.0) -> None:
-    """Delete the upload folders of sessions Streamlit no longer holds (closed tabs).
-
-    Called on every run of any tab (at most every few seconds). The folder's finalizer
-    does the same when the session object is collected; this does not wait for that.
-    """
-    now = time.monotonic()
-    if now - _LAST_JANITOR[0] < min_interval_s:
-        return
-    _LAST_JANITOR[0] = now
-    with _OWNERS_LOCK:
-        owned = list(_OWNERS.items())
-    for sid, folder in owned:
-        if not _session_known(sid):
-            log.debug("removing the uploads of closed session %s", sid)
-            folder.remove()
-            with _OWNERS_LOCK:
-                _OWNERS.pop(sid, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +29,8 @@ class Source:
     note: str | None = None
     use_cache: bool = True
     """False for uploads: their tables never reach the on-disk cache."""
+    earlier: str | None = None
+    """Earlier dumps of the same job to compare with (real path, under ``roots``)."""
 
 
 def dump_source(args: Args) -> Source | None:
@@ -110,8 +55,13 @@ def dump_source(args: Args) -> Source | None:
             ss[state.SCENARIO] = default_scenario(scenarios)
         name = sb.selectbox("Sample scenario", scenarios, key=state.SCENARIO)
         folder = sample_root / name
+        earlier = sample_root / f"{name}{EARLIER_SUFFIX}"
         return Source(
-            f"sample scenario {name}", str(folder), confine.resolve_roots([sample_root]), _scenario_note(folder)
+            f"sample scenario {name}",
+            str(folder),
+            confine.resolve_roots([sample_root]),
+            _scenario_note(folder),
+            earlier=str(earlier) if earlier.is_dir() else None,
         )
 
     if mode == state.SOURCE_FOLDER:
@@ -129,21 +79,65 @@ def dump_source(args: Args) -> Source | None:
             # Same words whether the path exists or not, and nothing read from it.
             st.error(confine.PATH_REFUSED)
             return None
-        return Source(path, real, roots)
+        return Source(path, real, roots, earlier=_earlier_folder(args, roots))
 
     return _uploaded(args)
+
+
+#: A sample scenario ``X`` whose sibling ``X.earlier`` exists is compared with it.
+EARLIER_SUFFIX = ".earlier"
+
+
+def _earlier_folder(args: Args, roots: tuple[str, ...]) -> str | None:
+    """The folder of earlier dumps to compare with, if one is given (confined like the path box)."""
+    ss = st.session_state
+    if state.COMPARE_PATH not in ss:
+        ss[state.COMPARE_PATH] = args.compare or ""
+    path = st.sidebar.text_input(
+        "Earlier dumps of this job (optional)",
+        key=state.COMPARE_PATH,
+        help="A folder of dumps taken earlier: the page then shows who moved in between (dead or slow).",
+    ).strip()
+    if not path:
+        return None
+    real = confine.confine(path, roots)
+    if real is None:
+        st.sidebar.error(confine.PATH_REFUSED)
+    return real
+
+
+def host_map(args: Args) -> HostMap | None:
+    """Where ranks ran: the hostfile given at start, else N ranks per node (0: the file names)."""
+    if args.hostfile:
+        try:
+            return _hostfile(args.hostfile)
+        except InputError as exc:
+            st.sidebar.error(md_escape(str(exc)))
+    ss = st.session_state
+    if state.RANKS_PER_NODE not in ss:
+        ss[state.RANKS_PER_NODE] = args.ranks_per_node
+    n = st.sidebar.number_input(
+        "Ranks per node",
+        min_value=0,
+        step=1,
+        key=state.RANKS_PER_NODE,
+        help="Ranks r // N share a host. 0: host names from the dump file names, where they carry one.",
+    )
+    return HostMap(source=f"{int(n)} ranks per node", ranks_per_node=int(n)) if n else None
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _hostfile(path: str) -> HostMap:
+    return read_hostfile(path)
 
 
 def _uploaded(args: Args) -> Source | None:
     """Uploaded files, vetted and copied into this tab's private folder."""
     ss = st.session_state
-    if not _SWEPT:  # once per server process: folders a crashed server left behind
-        _SWEPT.append(True)
-        sweep_stale_uploads()
     uploads = st.sidebar.file_uploader(
         "Dump files (one per rank)",
         accept_multiple_files=True,
-        key="uploads",
+        key=state.UPLOADS,
         max_upload_size=args.max_upload_mb,
         help=(
             f"For a server that cannot see your dumps. Up to {args.max_upload_mb} MB a file and "
@@ -163,17 +157,11 @@ def _uploaded(args: Args) -> Source | None:
     if not check.accepted:
         st.error("None of the uploaded files has a dump file name (rank_0, _dump_0, nccl_trace_rank_0, …).")
         return None
-    folder = ss.get(state.UPLOAD_DIR)
-    if not isinstance(folder, UploadFolder) or not folder.alive:
-        folder = UploadFolder()
-        ss[state.UPLOAD_DIR] = folder
-        if sid := _session_id():
-            with _OWNERS_LOCK:
-                _OWNERS[sid] = folder
+    folder = ss[state.UPLOAD_DIR] = UPLOADS.folder(ss.get(state.UPLOAD_DIR))
     signature = tuple((uploads[i].file_id, name) for i, name in check.accepted)
-    if ss.get("_upload_signature") != signature:
+    if ss.get(state.UPLOAD_SIGNATURE) != signature or not any(Path(folder.path).iterdir()):
         write_uploads(Path(folder.path), [(name, uploads[i].getvalue()) for i, name in check.accepted])
-        ss["_upload_signature"] = signature
+        ss[state.UPLOAD_SIGNATURE] = signature
     return Source(
         f"{len(check.accepted)} uploaded files", folder.path, confine.resolve_roots([folder.path]), use_cache=False
     )
@@ -194,7 +182,6 @@ def group_picker(labels: dict[str, str], order: list[str]) -> str:
     ss = st.session_state
     if ss.get(state.PG) not in order:
         ss[state.PG] = order[0]
-    previous = ss.get("_pg_shown")
     pg = st.sidebar.selectbox(
         "Process group",
         order,
@@ -202,11 +189,7 @@ def group_picker(labels: dict[str, str], order: list[str]) -> str:
         format_func=lambda k: labels.get(k, k),
         help="Ordered by relevance: the wavefront group first, then groups with problems.",
     )
-    if previous is not None and previous != pg:
-        # Another group: its cells and regions mean nothing here.
-        for key in (state.CELL, state.WINDOW, state.LAST_EVENT):
-            ss.pop(key, None)
-    ss["_pg_shown"] = pg
+    state.on_group(ss, pg)
     return pg
 
 

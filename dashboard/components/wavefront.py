@@ -5,9 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.views import drilldown as views
+from analysis.views import stacks
+from analysis.views.figures.arrivals import arrivals_figure
 from analysis.views.grid import NOT_ISSUED
 
-from .. import data, figures, tables
+from .. import data, state, tables
 from .text import md_escape
 
 
@@ -27,10 +29,12 @@ def render(loaded: data.Loaded) -> None:
     if never:
         st.error(f"Never issued it: ranks {tables.compact_ranks(never)}")
     st.plotly_chart(
-        figures.arrivals_figure(arr, report.suspect_ranks, states), key="arrivals", config={"displaylogo": False}
+        arrivals_figure(arr, report.suspect_ranks, states),
+        key=state.ARRIVALS_CHART,
+        config={"displaylogo": False},
     )
     st.markdown("**Call stacks at the wavefront, ranks grouped by identical stack**")
-    groups = views.stacks_at(a, w.pg_key, seq)
+    groups = stacks.stacks_at(a, w.pg_key, seq)
     if not groups:
         st.text("No rank recorded an entry at this seq.")
     for k, (stack_id, ranks) in enumerate(groups[:6]):
@@ -38,6 +42,6 @@ def render(loaded: data.Loaded) -> None:
         if len(groups) > 1:
             who = ("Majority, " if k == 0 else "Minority, ") + who
         st.caption(who)
-        st.code(tables.frames_text(views.stack_frames(a, stack_id)), language=None, wrap_lines=True)
+        st.code(tables.frames_text(stacks.stack_frames(a, stack_id)), language=None, wrap_lines=True)
     if len(groups) > 6:
         st.caption(f"… and {len(groups) - 6} more distinct stacks.")

@@ -17,7 +17,8 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 from analysis.views.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
-from dashboard import figures, state
+from analysis.views.heatmap import HeatmapView, build_view
+from dashboard import state
 from dashboard.components import heatmap
 
 N_RANKS, N_SEQS = 1024, 2000
@@ -35,8 +36,8 @@ def synthetic_grid() -> Grid:
 
 
 @st.cache_resource
-def view_for(window: tuple[int, int, int, int] | None) -> tuple[figures.HeatmapView, None]:
-    return figures.build_view(synthetic_grid(), window), None
+def view_for(window: tuple[int, int, int, int] | None) -> tuple[HeatmapView, None]:
+    return build_view(synthetic_grid(), window), None
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+import raw_dumps
 from harness import ARTIFACTS, CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, SCRIPT_IDLE, screenshot
 
 import analysis
-from dashboard import tables
 
 pytestmark = pytest.mark.browser
 
@@ -51,7 +51,11 @@ def test_click_suspect_cell_shows_its_call_stack(serve, page, stuck_dumps):
     rank = next((r for r in report.suspect_ranks if r in w.pg_ranks), w.pg_ranks[0])
     seq = int(w.collective_seq_id)
     row = list(report.analysis.groups.groups[w.pg_key].ranks).index(rank)
-    _, _, frames = tables.cell_stack(report, w.pg_key, rank, seq)
+    # What the page must show, read from the file: the rank's entry at the seq, else its newest in the group.
+    entry = raw_dumps.entry_at(stuck_dumps, rank, w.pg_name, seq) or raw_dumps.newest_in_group(
+        stuck_dumps, rank, w.pg_name
+    )
+    frames = raw_dumps.frame_lines(entry)
     assert frames, "gloo sample dumps record call stacks"
     own = [f for f in frames if "/torch/" not in f] or frames
     function = _function_name(own[0])

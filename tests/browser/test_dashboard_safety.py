@@ -13,11 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+import raw_dumps
 from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, SCRIPT_IDLE, screenshot
 
 import analysis
 from analysis.views.grid import group_grid
-from dashboard import sources, tables
+from dashboard import sources
 
 pytestmark = pytest.mark.browser
 
@@ -93,7 +94,10 @@ def test_dump_text_is_shown_as_text_never_run(serve, page, hostile_dumps, tmp_pa
     rank = next(r for r in report.suspect_ranks if r in w.pg_ranks)
     seq = int(w.collective_seq_id)
     row = list(report.analysis.groups.groups[w.pg_key].ranks).index(rank)
-    _, _, frames = tables.cell_stack(report, w.pg_key, rank, seq)
+    entry = raw_dumps.entry_at(hostile_dumps, rank, w.pg_name, seq) or raw_dumps.newest_in_group(
+        hostile_dumps, rank, w.pg_name
+    )
+    frames = raw_dumps.frame_lines(entry)
     assert any(IMG in f for f in frames) or any(LINK in f for f in frames) or any(SCRIPT in f for f in frames)
 
     dialogs: list[str] = []

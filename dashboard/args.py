@@ -1,0 +1,69 @@
+"""The dashboard's own command-line options, given after ``--`` to ``streamlit run``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .confine import resolve_roots, root_of_dumps
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_ROOT = REPO_ROOT / "sample_dumps"
+
+#: Upload limits (MB): per file (also ``server.maxUploadSize`` in .streamlit/config.toml) and per tab.
+MAX_UPLOAD_FILE_MB = 256
+MAX_UPLOAD_TOTAL_MB = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Args:
+    """Command-line options given after ``--`` to ``streamlit run dashboard/app.py``."""
+
+    dumps: str | None = None
+    """Folder (or file, glob, prefix) holding the per-rank dumps to open."""
+    samples: Path = SAMPLE_ROOT
+    """Folder whose sub-folders are the sample scenarios offered in the sidebar."""
+    dumps_roots: tuple[str, ...] = field(default_factory=tuple)
+    """Extra folders the path box may read (``--dumps-root``, repeatable)."""
+    max_upload_mb: int = MAX_UPLOAD_FILE_MB
+    max_upload_total_mb: int = MAX_UPLOAD_TOTAL_MB
+    compare: str | None = None
+    """Earlier dumps of the same job to compare ``dumps`` with (``--compare``)."""
+    ranks_per_node: int = 0
+    """Ranks r // N share a host (``--ranks-per-node``; 0: host names from the file names)."""
+    hostfile: str | None = None
+    """CSV of ``rank,host`` lines (``--hostfile``)."""
+
+    def roots(self) -> tuple[str, ...]:
+        """Real paths of every folder the path boxes may read: ``--dumps-root``s, the samples,
+        ``--dumps`` and ``--compare``."""
+        extra = [root_of_dumps(p) for p in (self.dumps, self.compare) if p]
+        return resolve_roots([*self.dumps_roots, self.samples, *extra])
+
+
+def parse_args(argv: Sequence[str]) -> Args:
+    """Parse the app's own options; unknown ones are ignored so Streamlit's never clash."""
+    parser = argparse.ArgumentParser(prog="dashboard/app.py", add_help=False)
+    parser.add_argument("--dumps", default=os.environ.get("FLIGHTDECK_DUMPS"))
+    parser.add_argument("--samples", default=os.environ.get("FLIGHTDECK_SAMPLES"))
+    parser.add_argument("--dumps-root", action="append", default=[])
+    parser.add_argument("--max-upload-mb", type=int, default=MAX_UPLOAD_FILE_MB)
+    parser.add_argument("--max-upload-total-mb", type=int, default=MAX_UPLOAD_TOTAL_MB)
+    parser.add_argument("--compare", default=None)
+    parser.add_argument("--ranks-per-node", type=int, default=0)
+    parser.add_argument("--hostfile", default=None)
+    ns, _ = parser.parse_known_args(list(argv))
+    env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
+    return Args(
+        dumps=ns.dumps or None,
+        samples=Path(ns.samples) if ns.samples else SAMPLE_ROOT,
+        dumps_roots=tuple(env_roots + ns.dumps_root),
+        max_upload_mb=max(1, ns.max_upload_mb),
+        max_upload_total_mb=max(1, ns.max_upload_total_mb),
+        compare=ns.compare or None,
+        ranks_per_node=max(0, ns.ranks_per_node),
+        hostfile=ns.hostfile or None,
+    )
