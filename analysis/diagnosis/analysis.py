@@ -67,8 +67,7 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
     }
-    graph = build_wait_graph(
-        index, progress, have_dump, pending_ops, pending_p2p(dumps, index), queue_heads(cells, dumps.entries)
-    )
+    p2p = pending_p2p(dumps, index)
+    graph = build_wait_graph(index, progress, have_dump, pending_ops, p2p, queue_heads(cells, dumps.entries, p2p))
     imbalances = find_imbalances(cells, dumps.entries, index)
     return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing)

@@ -37,6 +37,10 @@ class WaitReason(enum.StrEnum):
     """The other issued it, but behind an earlier collective of its own that has not completed."""
 
 
+Head = tuple[bool, str, int]
+"""A rank's earliest pending op: (is send/recv, group key, seq or p2p seq)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WaitEdge:
     """``waiter`` is blocked at (pg_key, seq) because of ``blocker``."""
@@ -85,13 +89,13 @@ def build_wait_graph(
     have_dump: set[int],
     pending_ops: dict[tuple[str, int, int], str],
     p2p_pending: pd.DataFrame,
-    queue_head: dict[int, tuple[str, int]] | None = None,
+    queue_head: dict[int, Head] | None = None,
 ) -> WaitGraph:
     """Edges from every blocked rank to the ranks it waits on.
 
-    ``queue_head`` is each rank's earliest pending collective (by record id). A rank runs
-    its collectives in the order it issued them, so a later pending one is queued behind
-    it: the rank waits only at its head, and peers waiting in a queued one wait on it.
+    ``queue_head`` is each rank's earliest pending op, collective or send/recv (by record
+    id). A rank runs its ops in the order it issued them, so a later pending one is queued
+    behind it: the rank waits only at its head, and peers waiting in a queued one wait on it.
     """
     heads = queue_head or {}
     graph = WaitGraph()
@@ -107,7 +111,7 @@ def build_wait_graph(
                 at[q] = _holding_up(key, members, q, progress, have_dump, heads)
             reasons, peer_completed = at[q]
             op = pending_ops.get((key, r, q))
-            queued = heads.get(r, (key, q)) != (key, q)
+            queued = heads.get(r, (False, key, q)) != (False, key, q)
             blocked = Blocked(r, key, q, op, queued=queued)
             graph.blocked.append(blocked)
             if queued:
@@ -119,7 +123,7 @@ def build_wait_graph(
                 graph.stragglers[r] = blocked
             else:
                 graph.stalled.setdefault((key, q), []).append(r)
-    _add_p2p_edges(graph, index, have_dump, p2p_pending)
+    _add_p2p_edges(graph, index, have_dump, p2p_pending, heads)
     return graph
 
 
@@ -129,7 +133,7 @@ def _holding_up(
     q: int,
     progress: dict[tuple[str, int], Progress],
     have_dump: set[int],
-    heads: dict[int, tuple[str, int]],
+    heads: dict[int, Head],
 ) -> tuple[list[tuple[int, WaitReason]], bool]:
     """The members a rank blocked at seq ``q`` waits on, with the reason, and whether any
     member completed ``q``. A blocked rank itself never waits on itself: it issued ``q``."""
@@ -146,15 +150,18 @@ def _holding_up(
             reasons.append((other, WaitReason.NOT_ISSUED))
         elif po.first_pending is not None and po.first_pending < q:
             reasons.append((other, WaitReason.BEHIND))
-        elif po.first_pending == q and heads.get(other, (key, q)) != (key, q):
+        elif po.first_pending == q and heads.get(other, (False, key, q)) != (False, key, q):
             reasons.append((other, WaitReason.QUEUED))
         elif po.completed is not None and po.completed >= q:
             peer_completed = True
     return reasons, peer_completed
 
 
-def _add_p2p_edges(graph: WaitGraph, index: GroupIndex, have_dump: set[int], pending: pd.DataFrame) -> None:
-    """A pending send/recv waits on its peer unless the peer posted the opposite op."""
+def _add_p2p_edges(
+    graph: WaitGraph, index: GroupIndex, have_dump: set[int], pending: pd.DataFrame, heads: dict[int, Head]
+) -> None:
+    """A pending send/recv waits on its peer unless the peer posted the opposite op (and that
+    op is not queued behind an earlier one of the peer's)."""
     if pending.empty:
         return
     posted: Counter = Counter()
@@ -177,12 +184,17 @@ def _add_p2p_edges(graph: WaitGraph, index: GroupIndex, have_dump: set[int], pen
             continue
         opposite = "recv" if op == "send" else "send"
         k = (key, opposite, g_src, g_dst)
-        blocked = Blocked(rank, key, p2p_seq, op, True, peer)
-        graph.blocked.append(blocked)
+        queued = heads.get(rank, (True, key, p2p_seq)) != (True, key, p2p_seq)
+        graph.blocked.append(Blocked(rank, key, p2p_seq, op, True, peer, queued=queued))
+        if queued:
+            continue
         if peer not in have_dump:
             graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.NO_DUMP, op))
         elif used[k] < posted[k]:
             used[k] += 1
+            head = heads.get(peer)
+            if head is not None and not (head[0] and head[1] == key):
+                graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.QUEUED, op))
         else:
             graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.P2P_UNMATCHED, op))
 

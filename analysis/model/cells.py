@@ -136,13 +136,37 @@ def _fold(rows: pd.DataFrame) -> pd.DataFrame:
     return folded
 
 
-def queue_heads(cells: pd.DataFrame, entries: pd.DataFrame) -> dict[int, tuple[str, int]]:
-    """Each rank's earliest pending collective, (group key, seq), by the record id its dump
-    gave it (ranks whose pending entries carry no record id are left out)."""
+def queue_heads(cells: pd.DataFrame, entries: pd.DataFrame, p2p: pd.DataFrame) -> dict[int, tuple[bool, str, int]]:
+    """Each rank's earliest pending op by the record id its dump gave it: (is send/recv, group
+    key, seq or p2p seq). ``p2p`` holds the pending send/recv rows (``model.p2p``); ranks whose
+    pending entries carry no record id are left out."""
     pending = cells.loc[~cells[DONE].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, ROW]]
-    if pending.empty:
-        return {}
     rid = _take_int(entries[s.RECORD_ID], pending[ROW].to_numpy(), -1)
-    pending = pending.assign(_rid=rid).loc[rid >= 0].sort_values("_rid", kind="stable")
-    first = pending.drop_duplicates(s.RANK)
-    return {int(r): (str(k), int(q)) for k, r, q in first[[s.PG_KEY, s.RANK, s.SEQ]].itertuples(index=False)}
+    frames = [
+        pd.DataFrame(
+            {
+                "p2p": False,
+                "key": pending[s.PG_KEY].astype(str).to_numpy(),
+                "rank": pending[s.RANK].to_numpy(),
+                "seq": pending[s.SEQ].to_numpy(),
+                "rid": rid,
+            }
+        )
+    ]
+    if len(p2p):
+        frames.append(
+            pd.DataFrame(
+                {
+                    "p2p": True,
+                    "key": p2p[s.PG_KEY].astype(str).to_numpy(),
+                    "rank": p2p[s.RANK].to_numpy(dtype=np.int64),
+                    "seq": p2p[s.P2P_SEQ].to_numpy(dtype=np.int64, na_value=-1),
+                    "rid": p2p[s.RECORD_ID].to_numpy(dtype=np.int64, na_value=-1),
+                }
+            )
+        )
+    ops = pd.concat(frames, ignore_index=True)
+    ops = ops.loc[ops["rid"] >= 0].sort_values("rid", kind="stable").drop_duplicates("rank")
+    return {
+        int(r): (bool(p), str(k), int(q)) for p, k, r, q in ops[["p2p", "key", "rank", "seq"]].itertuples(index=False)
+    }
