@@ -31,7 +31,7 @@ def silent(f: Finding, blocked_ranks: set[int]) -> bool:
     return f.failure_class == FailureClass.MISSING_PARTICIPANT and f.rank not in blocked_ranks
 
 
-class _Steps:
+class Steps:
     """Each rank's step-mates and pipeline peers, and who is silent."""
 
     def __init__(self, a: Analysis, blocked_ranks: set[int]) -> None:
@@ -93,6 +93,6 @@ def pipeline_victims(a: Analysis, blocked_ranks: set[int], findings: list[Findin
     pipeline peer, not stuck (none where the dumps record send/recv)."""
     if a.records_p2p:
         return []
-    steps = _Steps(a, blocked_ranks)
+    steps = Steps(a, blocked_ranks)
     causes = {f.rank for f in findings}
     return [f for f in findings if silent(f, blocked_ranks) and steps.stopped_together(f.rank, causes)]

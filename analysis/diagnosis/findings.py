@@ -35,6 +35,8 @@ class Kind(enum.StrEnum):
     """A rank is stuck inside a collective its peers completed."""
     NOT_ISSUED = "not_issued"
     """A rank never issued a collective its peers issued and wait in."""
+    LEFT_BEHIND = "left_behind"
+    """A silent rank whose step-mates all went on to collectives it never issued."""
     NO_RECORD = "no_record"
     """A rank has no record of a group whose other members wait."""
     NO_DUMP = "no_dump"

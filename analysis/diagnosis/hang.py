@@ -17,6 +17,7 @@ from ..model.order import ProgramOrder
 from ..model.routine import departure
 from ..types import FailureClass
 from .analysis import Analysis
+from .behind import left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
 from .findings import NEVER, Finding, Kind, Role
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
@@ -255,4 +256,6 @@ def explain_hang(
     elif not a.records_p2p and any(silent(f, w.blocked_ranks) for f in kept):
         dropped.append(Finding(Kind.P2P_INVISIBLE, Role.NOTE, ()))
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
+    if mismatch_since is None:
+        kept += left_behind(a, order, w.blocked_ranks, {f.rank for f in kept} | set_aside)
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))

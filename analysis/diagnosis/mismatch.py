@@ -9,7 +9,7 @@ vote instead.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,10 @@ class Mismatch:
     """What the odd ranks should have issued; None when nothing decides (every rank is odd)."""
     found: dict[int, str]
     decided_by: str
-    """``majority`` of the group, or ``siblings`` (same-description groups) on a tie."""
+    """``majority`` of the group, ``siblings`` (its family) or ``history`` (its earlier steps) on a tie."""
+    shift: int = 0
+    """+1: the odd ranks issued here what the others issue at the next seq (they skipped one);
+    -1: they issue next what the others issued here (they added one); 0: neither."""
 
     @property
     def decisive(self) -> bool:
@@ -104,8 +107,38 @@ def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
                 continue  # already explained by a more telling attribute
             flagged.update((key, seq, r) for r in mm.odd_ranks)
             found.append(mm)
+    found = [_shifted(m, cells) for m in found]
     found.sort(key=lambda m: (m.seq, m.pg_key))
     return found
+
+
+_WHOLE = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
+
+
+def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
+    """A size or dtype mismatch whose odd ranks are one collective off the others: a desync.
+
+    A rank that skipped a collective issues at this seq what its peers issue at the next;
+    one that added a collective issues at the next seq what its peers issued here.
+    """
+    if not m.decisive or m.failure_class not in (FailureClass.SIZE_MISMATCH, FailureClass.DTYPE_MISMATCH):
+        return m
+    near = cells.loc[(cells[s.PG_KEY] == m.pg_key).to_numpy() & cells[s.SEQ].between(m.seq, m.seq + 1).to_numpy()]
+    entry = {
+        (int(r), int(q)): tuple(map(str, v)) for r, q, *v in near[[s.RANK, s.SEQ, *_WHOLE]].itertuples(index=False)
+    }
+    odd = set(m.odd_ranks)
+
+    def usual(q: int) -> tuple[str, ...] | None:
+        votes = Counter(v for (r, qq), v in entry.items() if qq == q and r not in odd)
+        return votes.most_common(1)[0][0] if votes else None
+
+    here, after = usual(m.seq), usual(m.seq + 1)
+    for shift, mine_at, theirs in ((1, m.seq, after), (-1, m.seq + 1, here)):
+        mine = [entry.get((r, mine_at)) for r in m.odd_ranks]
+        if theirs is not None and all(v == theirs for v in mine):
+            return replace(m, failure_class=FailureClass.DESYNC, shift=shift)
+    return m
 
 
 def _odd_ones(

@@ -77,7 +77,13 @@ def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
 
 
 def _mismatch_finding(m: Mismatch) -> Finding:
-    detail = {"attribute": m.attribute, "found": m.found, "expected": m.expected, "decided_by": m.decided_by}
+    detail = {
+        "attribute": m.attribute,
+        "found": m.found,
+        "expected": m.expected,
+        "decided_by": m.decided_by,
+        "shift": m.shift,
+    }
     if m.decisive:
         return Finding(Kind.MISMATCH, Role.SUSPECT, m.odd_ranks, m.failure_class, m.pg_key, m.seq, detail=detail)
     return Finding(Kind.UNDECIDED_MISMATCH, Role.POSSIBLE, m.odd_ranks, m.failure_class, m.pg_key, m.seq, detail=detail)

@@ -30,7 +30,16 @@ def _mismatch(f: Finding, where: str) -> str:
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
     }.get(f.detail["decided_by"], "the majority of the group")
-    return f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
+    text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
+    shift = f.detail.get("shift", 0)
+    if shift:
+        who = ranks_text(f.ranks).capitalize()
+        text += (
+            f" {who} issued here what the others issue at seq {f.seq + 1}: a skipped collective."
+            if shift > 0
+            else f" {who} issued at seq {f.seq + 1} what the others issued here: an added collective."
+        )
+    return text
 
 
 def _undecided(f: Finding, where: str) -> str:
@@ -85,6 +94,14 @@ def _not_issued(f: Finding, where: str) -> str:
             "(CPU side: compute, data loading, a lock), or blocked in something the dumps do not record."
         )
     return text
+
+
+def _left_behind(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} waits in no collective, while {ranks_text(f.waiters)}, the ranks it moves in step with, "
+        f"went on to seq {f.seq} ({f.op or 'collective'}) of {where} and the like, which rank {f.rank} never "
+        "issued: it stopped on its own (CPU side: compute, data loading, a lock)."
+    )
 
 
 def _no_record(f: Finding, where: str) -> str:
@@ -171,6 +188,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.STRAGGLER: _straggler,
     Kind.NOT_ISSUED: _not_issued,
     Kind.NO_RECORD: _no_record,
+    Kind.LEFT_BEHIND: _left_behind,
     Kind.NO_DUMP: _no_dump,
     Kind.P2P_UNMATCHED: _p2p_unmatched,
     Kind.STALLED: _stalled,
