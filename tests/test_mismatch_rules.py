@@ -121,3 +121,34 @@ def test_a_tie_at_the_first_step_stays_undecided() -> None:
     cells = make_cells(_steps(1, {"sizes": "[[0]]"}))
     (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
     assert not m.decisive
+
+
+def _buckets(odd_rank_values: list[str]) -> list[dict]:
+    """Three ranks of a DP group issue buckets [[4]], [[8]], [[16]]; rank 2 issues ``odd_rank_values``."""
+    usual = ["[[4]]", "[[8]]", "[[16]]"]
+    rows = [{"pg_key": "1", "rank": r, "seq": q, "sizes": v} for r in (0, 1) for q, v in enumerate(usual)]
+    rows += [{"pg_key": "1", "rank": 2, "seq": q, "sizes": v} for q, v in enumerate(odd_rank_values)]
+    return rows
+
+
+def test_a_rank_one_collective_ahead_skipped_one() -> None:
+    cells = make_cells(_buckets(["[[8]]", "[[16]]"]))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))[:1]
+    assert (m.odd_ranks, m.shift, m.failure_class) == ((2,), 1, FailureClass.DESYNC)
+
+
+def test_a_rank_one_collective_behind_added_one() -> None:
+    cells = make_cells(_buckets(["[[1]]", "[[4]]", "[[8]]"]))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))[:1]
+    assert (m.odd_ranks, m.shift, m.failure_class) == ((2,), -1, FailureClass.DESYNC)
+
+
+def test_no_shift_is_claimed_where_the_group_repeats_itself() -> None:
+    rows = [{"pg_key": "1", "rank": r, "seq": q, "sizes": "[[4]]"} for r in (0, 1) for q in range(3)]
+    rows += [
+        {"pg_key": "1", "rank": 2, "seq": 0, "sizes": "[[0]]"},
+        {"pg_key": "1", "rank": 2, "seq": 1, "sizes": "[[4]]"},
+    ]
+    cells = make_cells(rows)
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
+    assert (m.odd_ranks, m.shift, m.failure_class) == ((2,), 0, FailureClass.SIZE_MISMATCH)

@@ -119,7 +119,8 @@ def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
     """A size or dtype mismatch whose odd ranks are one collective off the others: a desync.
 
     A rank that skipped a collective issues at this seq what its peers issue at the next;
-    one that added a collective issues at the next seq what its peers issued here.
+    one that added a collective issues at the next seq what its peers issued here. Only
+    where the group issues different things at the two seqs does a shift show.
     """
     if not m.decisive or m.failure_class not in (FailureClass.SIZE_MISMATCH, FailureClass.DTYPE_MISMATCH):
         return m
@@ -134,6 +135,8 @@ def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
         return votes.most_common(1)[0][0] if votes else None
 
     here, after = usual(m.seq), usual(m.seq + 1)
+    if here is None or after is None or here == after:
+        return m  # the group issues the same thing twice in a row: a shift would not show
     for shift, mine_at, theirs in ((1, m.seq, after), (-1, m.seq + 1, here)):
         mine = [entry.get((r, mine_at)) for r in m.odd_ranks]
         if theirs is not None and all(v == theirs for v in mine):
