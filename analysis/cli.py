@@ -18,6 +18,7 @@ from .api import analyze
 from .ingest.discover import discover
 from .ingest.read import read_raw
 from .report.export import write_parquet
+from .report.health_text import render_health
 from .report.text import render_text
 from .types import DumpReadError, Verdict
 
@@ -33,7 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fr-path", dest="fr_path", help="same as PATH (NVIDIA CollectiveAnalyzer flag)")
     p.add_argument("-p", "--pattern", help="glob for dump file names inside a folder (default: all known prefixes)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema flightdeck.report/1)")
-    p.add_argument("-v", "--verbose", action="store_true", help="add the per-group frontier table")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="add the per-group frontier table (and health check outputs)"
+    )
+    p.add_argument(
+        "-c",
+        "--health-check",
+        action="store_true",
+        help="print the node health checks per rank (NVIDIA CollectiveAnalyzer flag)",
+    )
     p.add_argument("--parquet", metavar="DIR", help="write the report and its tables as Parquet files to DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
@@ -86,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  - {e.file}: {e.error}", file=sys.stderr)
         else:
             print(render_text(report, verbose=args.verbose))
+            if args.health_check:
+                print("\n" + render_health(report.health, verbose=args.verbose))
     if report.ranks_loaded == 0:
         return EXIT_NOTHING
     return EXIT_HEALTHY if report.verdict == Verdict.HEALTHY else EXIT_FOUND

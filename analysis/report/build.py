@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..diagnosis.analysis import Analysis, run_analysis
+from ..diagnosis.health import apply_health, tie_of
 from ..diagnosis.verdict import diagnose
+from ..model.health import health_of
 from ..types import DumpSet
 from .report import Report, Wavefront
-from .text import summary_sentence
+from .text import summary_sentence, tie_broken_summary
 
 
 def summarize_progress(a: Analysis) -> list[dict[str, Any]]:
@@ -41,6 +43,8 @@ def summarize_progress(a: Analysis) -> list[dict[str, Any]]:
 def build_report(a: Analysis) -> Report:
     """The Report of an analysis: its diagnosis, in the words and fields a user reads."""
     d = diagnose(a)
+    health = health_of(a.dumps)
+    d, by_health = apply_health(d, health, tie_of(a, d))
     wavefront = None
     if d.wave is not None:
         g = a.groups.groups.get(d.wave[0])
@@ -48,6 +52,8 @@ def build_report(a: Analysis) -> Report:
             wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, d.wave[1], d.wave[2])
     suspects = d.suspects
     summary = summary_sentence(d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks))
+    if by_health.changed:
+        summary = tie_broken_summary(suspects, wavefront, len(d.victims))
     return Report(
         verdict=d.verdict,
         failure_class=d.failure_class,
@@ -63,6 +69,7 @@ def build_report(a: Analysis) -> Report:
         process_groups=summarize_progress(a),
         suspect_classes=dict(d.suspect_classes),
         analysis=a,
+        health=health,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..diagnosis.analysis import Analysis
+from ..model.health import RankHealth
 from ..types import AttributionState, FailureClass, FileError, Verdict
 
 SCHEMA = "flightdeck.report/1"
@@ -54,6 +55,8 @@ class Report:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     analysis: Analysis | None = field(default=None, repr=False)
     """The intermediate results (groups, progress, wait graph) for views that need them."""
+    health: dict[int, RankHealth] = field(default_factory=dict)
+    """Node health checks by rank, for every rank whose dump carries them."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,4 +73,26 @@ class Report:
             "missing_dumps": list(self.missing_dumps),
             "file_errors": [{"file": e.file, "error": e.error} for e in self.file_errors],
             "process_groups": self.process_groups,
+            "health": [health_record(h) for h in self.health.values()],
         }
+
+
+HEALTH_OUTPUT_CHARS = 2000
+"""A check's output in the JSON: enough for its messages, not a whole log."""
+
+
+def _cut_output(text: str | None) -> str | None:
+    if text is None or len(text) <= HEALTH_OUTPUT_CHARS:
+        return text
+    return text[:HEALTH_OUTPUT_CHARS] + f"... ({len(text) - HEALTH_OUTPUT_CHARS} more characters)"
+
+
+def health_record(h: RankHealth) -> dict[str, Any]:
+    """One rank's checks as the JSON carries them: statuses as written, outputs cut."""
+    return {
+        "rank": h.rank,
+        "gpu": h.gpu,
+        "nic": h.nic,
+        "gpu_output": _cut_output(h.gpu_output),
+        "nic_output": _cut_output(h.nic_output),
+    }
