@@ -99,6 +99,19 @@ ALL_SETS: dict[str, dict[str, Any]] = {
         "fill_pg_config": True,
     },
     "large_32_stuck": {"scenario": "stuck_compute", "world_size": 32, "culprit": 19},
+    # as NVIDIA's trace collector writes them: only active entries, no stacks, health checks
+    "collector_json_health": {
+        "scenario": "stuck_compute",
+        "culprit": 5,
+        "collector": "json",
+        "health_failed": {5: ["gpu"], 2: ["nic"]},
+    },
+    "collector_pickle_health": {
+        "scenario": "stuck_compute",
+        "culprit": 5,
+        "collector": "pickle",
+        "health_failed": {5: ["nic"], 3: ["gpu"]},
+    },
 }
 
 
@@ -599,6 +612,54 @@ def _summarize(dump: dict[str, Any]) -> dict[str, Any]:
     return {"entries": len(dump.get("entries", [])), "last_seq": last, "pending": pending}
 
 
+# NVIDIA's trace collector (nvidia-resiliency-ext, attribution/trace_analyzer/
+# trace_collector.py, TorchFRTraceCollector.collect) dumps with these arguments, adds the
+# node health checks under this key and writes ``_dump_<rank>`` (pickle.dump of the dict)
+# or ``_dump_<rank>.json`` (json.dump, indent=4). Its outputs are the log lines the checks
+# print (shared_utils/health_check.py); a CPU machine has no GPU or NIC to check, so the
+# status is injected and the output is the line that check prints for it.
+COLLECTOR_FORMATS = ("pickle", "json")
+HEALTH_KEY = "health_check_results"
+
+
+def collector_health(rank: int, failed: list[str], gpus_per_node: int = 8) -> dict[str, dict[str, str]]:
+    """``health_check_results`` as the collector builds it; ``failed`` names devices ("gpu", "nic")."""
+    local = rank % gpus_per_node
+    outputs = {
+        "gpu": f"GPU {local}: Requires a reset to recover. Terminate GPU processes and reset the GPU.\n",
+        "nic": f"GPU {local} NIC/IB mlx5_{local} link down counter has been incremented: 0 -> 1 \n",
+    }
+    return {
+        device: {"status": "Failed", "output": outputs[device]}
+        if device in failed
+        else {"status": "Healthy", "output": ""}
+        for device in ("gpu", "nic")
+    }
+
+
+def collector_file_name(rank: int, fmt: str) -> str:
+    return f"_dump_{rank}.json" if fmt == "json" else f"_dump_{rank}"
+
+
+def collector_bytes(dump: dict[str, Any], health: dict[str, dict[str, str]], fmt: str) -> bytes:
+    """The file the collector writes for an unpickled dump: the key added, then pickle or JSON."""
+    dumped = dict(dump)
+    dumped[HEALTH_KEY] = health
+    if fmt == "json":
+        return json.dumps(dumped, indent=4).encode()
+    return pickle.dumps(dumped)  # pickle.dump(dumped_dict, f): the interpreter's default protocol
+
+
+def _collector_dump(ctx: RankContext) -> tuple[bytes, dict[str, Any], str]:
+    import torch
+
+    raw = torch._C._distributed_c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=False, onlyActive=True)
+    dump = pickle.loads(raw)  # our own bytes, produced a moment ago in this process
+    fmt = ctx.plan["collector"]
+    health = collector_health(ctx.rank, ctx.plan["health"].get(str(ctx.rank), []))
+    return collector_bytes(dump, health, fmt), dump, collector_file_name(ctx.rank, fmt)
+
+
 def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
     """Wait for the parent's signal, write the dump, wait for release, exit."""
     import torch
@@ -609,14 +670,17 @@ def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
         time.sleep(POLL_S)
     if not skip_dump:
         t0 = time.time()
-        raw = torch._C._distributed_c10d._dump_fr_trace()
+        if ctx.plan.get("collector"):
+            data, dump, name = _collector_dump(ctx)
+        else:
+            data, dump = _scrub_dump(torch._C._distributed_c10d._dump_fr_trace())
+            name = f"rank_{ctx.rank}"
         ctx.log(f"dumped in {time.time() - t0:.2f}s")
-        data, dump = _scrub_dump(raw)
         summary = ctx.state_dir / f"summary_{ctx.rank}.json"
         summary.write_text(json.dumps(_summarize(dump)))
         tmp = ctx.out_dir / f".rank_{ctx.rank}.tmp"
         tmp.write_bytes(data)
-        os.replace(tmp, ctx.out_dir / f"rank_{ctx.rank}")
+        os.replace(tmp, ctx.out_dir / name)
     while not ctx.released():
         time.sleep(POLL_S)
     sys.stdout.flush()
@@ -767,12 +831,22 @@ def generate(
     *,
     tp: int | None = None,
     pp: int | None = None,
+    collector: str | None = None,
+    health_failed: dict[int, list[str]] | None = None,
 ) -> dict:
     """Run one scenario with real processes; write the dumps and scenario.json.
+
+    With ``collector`` ("pickle" or "json") each rank dumps as NVIDIA's trace collector
+    does (only active entries, no stacks, ``_dump_<rank>[.json]``) with its node health
+    checks added; ``health_failed`` maps a rank to the devices ("gpu", "nic") whose
+    check failed (every other check is healthy).
 
     Returns the scenario.json content. Raises RuntimeError if the run did not
     produce the expected dump files before its deadline.
     """
+    if collector not in (None, *COLLECTOR_FORMATS):
+        raise ValueError(f"unknown collector format {collector!r}; choose from {COLLECTOR_FORMATS}")
+    health_failed = {int(r): sorted(set(devices)) for r, devices in (health_failed or {}).items()}
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {sorted(SCENARIOS)}")
     if steps < 2:
@@ -791,7 +865,7 @@ def generate(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in list(out_dir.glob("rank_*")) + [out_dir / "scenario.json"]:
+    for old in [*out_dir.glob("rank_*"), *out_dir.glob("_dump_*"), out_dir / "scenario.json"]:
         old.unlink(missing_ok=True)
 
     work = Path(tempfile.mkdtemp(prefix="fr_generate_"))
@@ -806,6 +880,8 @@ def generate(
         "steps": steps,
         "seed": seed,
         "fill_pg_config": fill_pg_config,
+        "collector": collector,
+        "health": {str(r): devices for r, devices in health_failed.items()},
         "port": _free_port(),
         "state_dir": str(work),
         "out_dir": str(out_dir.resolve()),
@@ -843,7 +919,8 @@ def generate(
             raise RuntimeError(f"ranks never settled\n{_log_tail(work)}")
         (work / "dump_now").touch()
         missing = set(culprits) if scenario == "missing_dump" else set()
-        expected = [out_dir / f"rank_{r}" for r in range(world_size) if r not in missing]
+        names = {r: collector_file_name(r, collector) if collector else f"rank_{r}" for r in range(world_size)}
+        expected = [out_dir / names[r] for r in range(world_size) if r not in missing]
         if not _wait_until(lambda: all(p.exists() for p in expected), deadline, launcher):
             raise RuntimeError(f"dumps not written\n{_log_tail(work)}")
         (work / "release").touch()
@@ -887,6 +964,8 @@ def generate(
         "fill_pg_config": fill_pg_config,
         "generation_seconds": round(time.time() - started, 1),
     }
+    if collector:
+        info["collector"] = {"format": collector, "health_failed": {str(r): d for r, d in health_failed.items()}}
     if scenario == "p2p_unposted":
         info["expected"]["note"] = P2P_NOTE
     (out_dir / "scenario.json").write_text(json.dumps(info, indent=2) + "\n")
@@ -936,6 +1015,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tp", type=int, default=None)
     parser.add_argument("--pp", type=int, default=None)
     parser.add_argument("--fill-pg-config", action="store_true")
+    parser.add_argument(
+        "--collector",
+        choices=COLLECTOR_FORMATS,
+        help="dump as NVIDIA's trace collector does (only active entries, no stacks, health checks added)",
+    )
+    parser.add_argument(
+        "--health-failed",
+        action="append",
+        default=[],
+        metavar="DEVICE:RANK",
+        help="with --collector: the check of DEVICE (gpu or nic) on RANK failed (repeatable)",
+    )
     parser.add_argument("--all", action="store_true", help="regenerate every committed set")
     parser.add_argument("--_launch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -958,8 +1049,20 @@ def main(argv: list[str] | None = None) -> None:
         steps=args.steps,
         tp=args.tp,
         pp=args.pp,
+        collector=args.collector,
+        health_failed=_parse_failed(args.health_failed),
     )
     print(json.dumps(info, indent=2))
+
+
+def _parse_failed(items: list[str]) -> dict[int, list[str]]:
+    failed: dict[int, list[str]] = {}
+    for item in items:
+        device, _, rank = item.partition(":")
+        if device not in ("gpu", "nic") or not rank.isdigit():
+            raise SystemExit(f"--health-failed takes DEVICE:RANK with DEVICE gpu or nic, not {item!r}")
+        failed.setdefault(int(rank), []).append(device)
+    return failed
 
 
 if __name__ == "__main__":
