@@ -14,11 +14,13 @@ from pathlib import Path
 
 import orjson
 
-from .api import analyze
+from .api import analyze, analyze_proxy_ops
+from .diagnosis.proxy_waits import NONE
 from .ingest.discover import discover
 from .ingest.read import read_raw
 from .report.export import write_parquet
 from .report.health_text import render_health
+from .report.proxy_text import edges_table, render_proxy_text
 from .report.text import render_text
 from .types import DumpReadError, Verdict
 
@@ -48,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
+    p.add_argument(
+        "--proxy-ops",
+        metavar="PATH",
+        help="NCCL proxy-op waits (file or folder): probing's proxy_ops/inflight_ops exports "
+        "(CSV, JSON, JSON lines, Parquet) or NCCL's profiler plugin traces; also without dumps",
+    )
     return p
 
 
@@ -71,8 +79,10 @@ def write_json_copies(path: str, pattern: str | None) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
+    if not path and args.proxy_ops:
+        return _proxy_only(args)
     if not path:
-        print("error: give the dumps' PATH (or --fr-path)", file=sys.stderr)
+        print("error: give the dumps' PATH (or --fr-path), or --proxy-ops PATH", file=sys.stderr)
         return EXIT_NOTHING
     report = analyze(
         path,
@@ -80,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers=args.workers,
         progress=not args.quiet and not args.json,
         use_cache=not args.no_cache,
+        proxy_ops=args.proxy_ops,
     )
     if args.debug:
         for problem in write_json_copies(path, args.pattern):
@@ -95,11 +106,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  - {e.file}: {e.error}", file=sys.stderr)
         else:
             print(render_text(report, verbose=args.verbose))
+            if args.verbose and report.proxy_waits is not None:
+                print("\n".join(edges_table(report)))
             if args.health_check:
                 print("\n" + render_health(report.health, verbose=args.verbose))
     if report.ranks_loaded == 0:
         return EXIT_NOTHING
     return EXIT_HEALTHY if report.verdict == Verdict.HEALTHY else EXIT_FOUND
+
+
+def _proxy_only(args: argparse.Namespace) -> int:
+    """``--proxy-ops`` without dumps: the verdict of the waits alone."""
+    report = analyze_proxy_ops(args.proxy_ops)
+    pw = report.proxy_waits.waits
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+    elif pw.rows.empty and report.proxy_waits.inflight.empty:
+        print(f"No proxy-op rows could be read under {args.proxy_ops}.", file=sys.stderr)
+        for e in report.file_errors[:50]:
+            print(f"  - {e.file}: {e.error}", file=sys.stderr)
+    else:
+        print(render_proxy_text(report, verbose=args.verbose))
+    if pw.rows.empty and report.proxy_waits.inflight.empty:
+        return EXIT_NOTHING
+    return EXIT_HEALTHY if pw.finding == NONE else EXIT_FOUND
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ healthy or not):
 - ``slow_link``: the sender was ready, yet the data came late (its sends took long, or it
   shows no wait at all): the link or a NIC on it is slow;
 - ``unmatched``: the sender reported no send to this receiver: nothing to compare.
+
+A send edge whose receiver wrote no receive rows (``send_only``) still counts when its
+GPU wait clears the floor: the walk starts from it as from a propagated edge.
 """
 
 from __future__ import annotations
@@ -43,12 +46,13 @@ PROPAGATED_SHARE = 0.5  # probing: send_gpu_wait >= 0.5 * recv_wait
 SEND_SUMS = {"send_gpu_wait_ns": "gpu", "send_peer_wait_ns": "peerw", "send_wait_ns": "sendw"}
 RECV_SUMS = {"recv_wait_ns": "recv", "recv_flush_wait_ns": "flush"}
 
-NORMAL, PROPAGATED, CONGESTION, SLOW_LINK, UNMATCHED = (
+NORMAL, PROPAGATED, CONGESTION, SLOW_LINK, UNMATCHED, SEND_ONLY = (
     "normal",
     "propagated",
     "receiver_congestion",
     "slow_link",
     "unmatched",
+    "send_only",
 )
 
 
@@ -148,13 +152,19 @@ def classify(edges: pd.DataFrame, th: Thresholds = Thresholds()) -> pd.DataFrame
         e[f"x_{col}"] = np.maximum(0.0, e[f"{col}_op"] - e[f"base_{col}"])
     share = np.where(key.str.startswith("pos:").to_numpy(), th.pooled_relative, th.relative)
     e["waiting"] = (e["receiver_ops"] > 0) & (e["x_recv"] >= np.maximum(th.floor_ns, share * e["base_recv"]))
+    # a send whose receiver wrote no rows (lost, or its rows name another peer): only its GPU wait speaks
+    e["send_only"] = (
+        (e["receiver_ops"] == 0)
+        & (e["sender_ops"] > 0)
+        & (e["x_gpu"] >= np.maximum(th.floor_ns, share * e["base_gpu"]))
+    )
     matched = e["sender_ops"].to_numpy() > 0
     r, g, p, s = (e[c].to_numpy() for c in ("recv_op", "gpu_op", "peerw_op", "sendw_op"))
     propagated = g >= PROPAGATED_SHARE * r
     congested = p > s  # the sender waited for credits longer than its sends took
     mode = np.where(~matched, UNMATCHED, np.where(propagated, PROPAGATED, np.where(congested, CONGESTION, SLOW_LINK)))
     e["mode"] = mode  # what the edge's wait is, whether or not it clears the floor
-    e["cls"] = np.where(e["waiting"].to_numpy(), mode, NORMAL)
+    e["cls"] = np.where(e["waiting"].to_numpy(), mode, np.where(e["send_only"].to_numpy(), SEND_ONLY, NORMAL))
     return e
 
 
@@ -162,11 +172,11 @@ def aggregate(edges: pd.DataFrame) -> pd.DataFrame:
     """Instance edges summed per (comm, sender, receiver), for reading: sums, ops, the
     excess it explains, whether any instance waited, and the class and root that account
     for most of its attributed wait."""
-    e = edges.assign(weight=edges["attributed_ns"].where(edges["waiting"], 0.0))
+    e = edges.assign(weight=edges["attributed_ns"].where(edges["waiting"] | edges["send_only"], 0.0))
     keys = ["comm", "sender", "receiver"]
     sums = ["gpu", "peerw", "sendw", "recv", "flush", "sender_ops", "receiver_ops", "attributed_ns"]
     out = e.groupby(keys, sort=True)[sums].sum()
-    out["waiting"] = e.groupby(keys)["waiting"].any()
+    out["waiting"] = e.groupby(keys)["waiting"].any() | e.groupby(keys)["send_only"].any()
     out["kinds"] = e.groupby(keys)["kind"].agg(lambda s: ",".join(sorted(set(s))))
     heaviest = e.sort_values("weight", ascending=False, kind="stable").drop_duplicates(keys).set_index(keys)
     out["cls"] = heaviest["cls"].where(out["waiting"], NORMAL)

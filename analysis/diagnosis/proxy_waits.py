@@ -102,6 +102,10 @@ def _readable(edges: pd.DataFrame, comms: dict[str, CommMap]) -> pd.DataFrame:
     edges["local_sender"], edges["local_receiver"] = edges["sender"], edges["receiver"]
     edges["sender"], edges["receiver"] = mapped["sender"], mapped["receiver"]
     edges["global"] = edges["comm"].map(lambda c: comms[c].is_global)
+    edges["root_ranks"] = [
+        None if root is None else tuple(comms[c].rank(r) for r in root.ranks)
+        for c, root in zip(edges["comm"], edges["root"])
+    ]
     return edges
 
 

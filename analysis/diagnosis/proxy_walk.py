@@ -165,6 +165,9 @@ class Walker:
                     out[e.row] = (
                         self.root(e.sender, r, e.x_recv) if e.cls == PROPAGATED else _terminal(e.cls, e.sender, r)
                     )
+        alone = self.edges.loc[self.edges["send_only"], ["sender", "receiver", "x_gpu"]]
+        for row, (s, r, xg) in zip(alone.index, alone.itertuples(index=False)):
+            out[row] = self.root(int(s), int(r), float(xg))
         return out
 
 
@@ -193,8 +196,11 @@ def walk(edges: pd.DataFrame) -> pd.Series:
 
 
 def attributed_wait(edges: pd.DataFrame) -> np.ndarray:
-    """Each edge's excess receive wait over the window (ns): per-op excess times ops."""
-    return (edges["x_recv"] * edges["receiver_ops"]).to_numpy(dtype=float)
+    """Each edge's excess receive wait over the window (ns): per-op excess times ops; for a
+    send with no receive rows, its excess GPU wait."""
+    recv = (edges["x_recv"] * edges["receiver_ops"]).to_numpy(dtype=float)
+    send = (edges["x_gpu"] * edges["sender_ops"]).to_numpy(dtype=float)
+    return np.where(edges["send_only"].to_numpy(), send, recv)
 
 
 def settle_cycles(edges: pd.DataFrame, roots: pd.Series) -> pd.Series:

@@ -57,6 +57,8 @@ class Report:
     """The intermediate results (groups, progress, wait graph) for views that need them."""
     health: dict[int, RankHealth] = field(default_factory=dict)
     """Node health checks by rank, for every rank whose dump carries them."""
+    proxy_waits: Any = None
+    """The NCCL proxy-op waits when they were given (``report.proxy.ProxyEvidence``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +76,7 @@ class Report:
             "file_errors": [{"file": e.file, "error": e.error} for e in self.file_errors],
             "process_groups": self.process_groups,
             "health": [health_record(h) for h in self.health.values()],
+            "proxy_waits": self.proxy_waits.to_dict() if self.proxy_waits is not None else None,
         }
 
 
