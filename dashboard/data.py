@@ -18,13 +18,17 @@ import streamlit as st
 
 from analysis import analyze_dumps
 from analysis import schema as s
+from analysis.ingest.proxy_ops import read_proxy_ops
+from analysis.report.proxy import with_proxy_waits
 from analysis.report.report import Report
 from analysis.tables.load import load as load_dumps
 from analysis.types import DumpSet
 from analysis.views import drilldown as views
+from analysis.views import waits as waits_views
 from analysis.views.grid import Grid, group_grid
 
 from . import confine, figures, html_report
+from .proxy_source import proxy_key
 from .sources import fingerprint
 
 log = logging.getLogger(__name__)
@@ -51,18 +55,21 @@ def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> Du
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
-def _analyze(path: str, roots: tuple[str, ...], use_cache: bool, key: str) -> tuple[Report, float]:
+def _analyze(path: str, roots: tuple[str, ...], use_cache: bool, key: str, proxy: str | None) -> tuple[Report, float]:
     t0 = time.perf_counter()
     report = analyze_dumps(load_confined(path, roots, use_cache))
+    if proxy is not None:
+        report = with_proxy_waits(report, read_proxy_ops(proxy))
     took = time.perf_counter() - t0
     log.debug("analysed %s in %.2fs", path, took)
     return report, took
 
 
-def load(path: str, roots: Sequence[str], use_cache: bool = True) -> Loaded:
-    """Analyse ``path`` (already confined to ``roots``) once per version of its files."""
-    key = f"{path}@{fingerprint(path)}"
-    report, took = _analyze(path, tuple(roots), use_cache, key)
+def load(path: str, roots: Sequence[str], use_cache: bool = True, proxy: str | None = None) -> Loaded:
+    """Analyse ``path`` (already confined to ``roots``) once per version of its files; with
+    ``proxy``, the NCCL proxy-op waits there too."""
+    key = f"{path}@{fingerprint(path)}" + (f"+{proxy_key(proxy)}" if proxy else "")
+    report, took = _analyze(path, tuple(roots), use_cache, key, proxy)
     return Loaded(path, key, report, took)
 
 
@@ -123,3 +130,14 @@ def _parquet(key: str, _report: Report) -> bytes:
 
 def parquet_zip(loaded: Loaded) -> bytes:
     return _parquet(loaded.key, loaded.report)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _marks(key: str, _report: Report) -> dict[int, str]:
+    waits = _report.proxy_waits.waits if _report.proxy_waits is not None else None
+    return waits_views.rank_marks(_report.health, waits)
+
+
+def rank_marks(loaded: Loaded) -> dict[int, str]:
+    """Heatmap row marks: failed health checks, proxy-wait culprits."""
+    return _marks(loaded.key, loaded.report)

@@ -9,8 +9,9 @@ so a stuck cell never disappears, and a click on a block opens that region.
 
 from __future__ import annotations
 
+import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from analysis.views.grid import MISMATCHED, NOT_ISSUED, STATE_NAMES, Grid, aggre
 #: scheduled, not issued, mismatched.
 STATE_COLORS = ("#eceff1", "#a5d6a7", "#fdd835", "#fb8c00", "#e53935", "#7b1fa2")
 SUSPECT_COLOR = "#b71c1c"
+MARK_COLOR = "#e65100"  # a failed health check or a proxy-wait culprit on a heatmap row
 SELECT_COLOR = "#0d47a1"
 
 #: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
@@ -154,7 +156,9 @@ def recent_window(grid: Grid, max_cols: int = RECENT_SEQS) -> tuple[int, int, in
     return 0, len(grid.ranks), int(grid.seqs[-max_cols]), int(grid.seqs[-1])
 
 
-def _row_ticks(view: HeatmapView, suspects: set[int], max_ticks: int = 40) -> tuple[list[float], list[str]]:
+def _row_ticks(
+    view: HeatmapView, suspects: set[int], max_ticks: int = 40, marks: Mapping[int, str] | None = None
+) -> tuple[list[float], list[str]]:
     n = view.n_rows
     if not view.aggregated and n <= 64:
         rows = list(range(n))
@@ -171,6 +175,8 @@ def _row_ticks(view: HeatmapView, suspects: set[int], max_ticks: int = 40) -> tu
         label = f"rank {rank}"
         if rank in suspects and not view.aggregated:
             label = f'<b><span style="color:{SUSPECT_COLOR}">rank {rank} ◀ suspect</span></b>'
+        if marks and rank in marks and not view.aggregated:
+            label += f' <span style="color:{MARK_COLOR}">⚑ {html.escape(marks[rank])}</span>'
         text.append(label)
     return vals, text
 
@@ -183,8 +189,11 @@ def heatmap_figure(
     suspects: Sequence[int] = (),
     selected: tuple[int, int] | None = None,
     title: str | None = None,
+    marks: Mapping[int, str] | None = None,
 ) -> go.Figure:
     """The state heatmap with its clickable overlay, wavefront line and suspect rows.
+
+    ``marks`` (rank -> short text) flags rows: a failed health check, a proxy-wait culprit.
 
     ``hover`` (same shape as ``view.codes``) holds one label per displayed cell; without
     it the overlay labels cells with their coordinates only (kept small for big grids).
@@ -257,7 +266,7 @@ def heatmap_figure(
         )
     fig = go.Figure([heat, overlay])
     suspects_set = {int(r) for r in suspects}
-    tickvals, ticktext = _row_ticks(view, suspects_set)
+    tickvals, ticktext = _row_ticks(view, suspects_set, marks=marks)
     fig.update_layout(
         height=_height(view),
         margin={"l": 10, "r": 10, "t": 64 if title else 44, "b": 40},

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import streamlit as st
 
 from . import data, state, timings
-from .components import drilldown, export, heatmap, overview, sidebar, verdict, wavefront
+from .components import drilldown, export, heatmap, overview, sidebar, verdict, waits, wavefront
 from .components.text import md_escape
+from .proxy_source import proxy_path
 from .sources import parse_args
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def _page(argv: Sequence[str]) -> None:
     st.caption(md_escape(source.label) + ("  \n" + md_escape(f"Injected: {source.note}") if source.note else ""))
 
     try:
-        loaded = data.load(source.path, source.roots, source.use_cache)
+        loaded = data.load(source.path, source.roots, source.use_cache, proxy_path(args, source.path, source.roots))
     except Exception as exc:  # the library names the file and reason; show it, not a traceback
         log.exception("analysis failed for %s", source.path)
         st.error(md_escape(f"Could not analyse {source.label}: {type(exc).__name__}: {exc}"))
@@ -59,7 +60,7 @@ def _page(argv: Sequence[str]) -> None:
     )
 
     # Only the open tab is drawn: hidden charts and tables would slow every rerun.
-    tab_heat, tab_wave, tab_all, tab_export = st.tabs(list(state.TABS), key=state.TAB, on_change="rerun")
+    tab_heat, tab_wave, tab_all, tab_waits, tab_export = st.tabs(list(state.TABS), key=state.TAB, on_change="rerun")
     if tab_heat.open:
         with tab_heat:
             st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
@@ -71,6 +72,9 @@ def _page(argv: Sequence[str]) -> None:
     if tab_all.open:
         with tab_all:
             overview.render(loaded)
+    if tab_waits.open:
+        with tab_waits:
+            waits.render(loaded)
     if tab_export.open:
         with tab_export:
             export.render(loaded, title=f"Flight Deck: {source.label}")

@@ -49,6 +49,8 @@ class Args:
     """Extra folders the path box may read (``--dumps-root``, repeatable)."""
     max_upload_mb: int = MAX_UPLOAD_FILE_MB
     max_upload_total_mb: int = MAX_UPLOAD_TOTAL_MB
+    proxy_ops: str | None = None
+    """NCCL proxy-op waits (file or folder) shown beside the dumps (``--proxy-ops``)."""
 
     def roots(self) -> tuple[str, ...]:
         """Real paths of every folder the path box may read: ``--dumps-root``s, the samples, ``--dumps``."""
@@ -64,6 +66,7 @@ def parse_args(argv: Sequence[str]) -> Args:
     parser.add_argument("--dumps-root", action="append", default=[])
     parser.add_argument("--max-upload-mb", type=int, default=MAX_UPLOAD_FILE_MB)
     parser.add_argument("--max-upload-total-mb", type=int, default=MAX_UPLOAD_TOTAL_MB)
+    parser.add_argument("--proxy-ops", default=os.environ.get("FLIGHTDECK_PROXY_OPS"))
     ns, _ = parser.parse_known_args(list(argv))
     env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
     return Args(
@@ -72,6 +75,7 @@ def parse_args(argv: Sequence[str]) -> Args:
         dumps_roots=tuple(env_roots + ns.dumps_root),
         max_upload_mb=max(1, ns.max_upload_mb),
         max_upload_total_mb=max(1, ns.max_upload_total_mb),
+        proxy_ops=ns.proxy_ops or None,
     )
 
 

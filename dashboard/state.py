@@ -24,7 +24,7 @@ LAST_EVENT = "_last_event"
 UPLOAD_DIR = "_upload_dir"
 TAB = "tab"
 
-TABS = ("Heatmap", "Wavefront", "All groups", "Export")
+TABS = ("Heatmap", "Wavefront", "All groups", "Waits", "Export")
 
 SOURCE_SAMPLE = "Sample scenario"
 SOURCE_FOLDER = "Folder on this server"

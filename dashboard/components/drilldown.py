@@ -9,6 +9,7 @@ from analysis.views import drilldown as views
 from analysis.views.grid import STATE_NAMES
 
 from .. import data, tables
+from . import health
 from .text import md_escape
 
 
@@ -24,6 +25,7 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
         st.caption(f"Rank {rank} is not a member of this group; select a cell in the heatmap.")
         return
     st.subheader(f"rank {rank} · seq {seq}", anchor=False)
+    health.badge(report.health.get(rank))
     entry, exact, frames = tables.cell_stack(report, pg_key, rank, seq)
     if not exact:
         where = (

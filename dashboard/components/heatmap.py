@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import streamlit as st
@@ -23,6 +23,7 @@ def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
         wavefront_seq=w.collective_seq_id if w is not None and w.pg_key == pg_key else None,
         suspects=report.suspect_ranks,
         focus=figures.recent_window(grid),
+        marks=data.rank_marks(loaded),
     )
 
 
@@ -36,6 +37,7 @@ def render_grid(
     wavefront_seq: int | None = None,
     suspects: Sequence[int] = (),
     focus: tuple[int, int, int, int] | None = None,
+    marks: Mapping[int, str] | None = None,
 ) -> tuple[int, int] | None:
     """Draw any group grid; ``view_for(window)`` returns the (cached) view and hover labels.
 
@@ -87,7 +89,9 @@ def render_grid(
     if not view.aggregated:
         text += " Click a cell to see that rank's entry and call stack; drag a box to zoom."
     head.caption(text)
-    fig = figures.heatmap_figure(view, hover=hover, wavefront_seq=wavefront_seq, suspects=suspects, selected=cell)
+    fig = figures.heatmap_figure(
+        view, hover=hover, wavefront_seq=wavefront_seq, suspects=suspects, selected=cell, marks=marks
+    )
     st.plotly_chart(
         fig,
         key=chart_key,
