@@ -257,3 +257,11 @@ def test_fresh_real_run_written_as_the_collector_writes(tmp_path, fmt) -> None:
     ev = "\n".join(report.evidence)
     assert ("support this: rank 6's GPU" in ev) == (6 in report.suspect_ranks)
     assert "Rank 0's NIC" in ev and "stated, not blamed" in ev
+
+
+def test_nvidia_drop_in_prints_the_table_with_their_flag(capsys) -> None:
+    from argparse import Namespace
+
+    result, state = analysis.CollectiveAnalyzer().run_sync(Namespace(fr_path=str(JSON_SET), health_check=True))
+    assert state == "CONTINUE" and result["health"][5]["gpu"] == "Failed"
+    assert "Unhealthy ranks gpu: [5]" in capsys.readouterr().err
