@@ -15,7 +15,7 @@ layers below it:
 
 from __future__ import annotations
 
-from .api import analyze
+from .api import analyze, analyze_proxy_ops
 from .diagnosis.analysis import Analysis
 from .ingest.discover import discover
 from .nvrx_compat import CollectiveAnalyzer
@@ -37,6 +37,7 @@ __all__ = [
     "Verdict",
     "Wavefront",
     "analyze",
+    "analyze_proxy_ops",
     "analyze_dumps",
     "combine",
     "combine_results",

@@ -129,7 +129,8 @@ def _proxy_only(args: argparse.Namespace) -> int:
         print(render_proxy_text(report, verbose=args.verbose))
     if pw.rows.empty and report.proxy_waits.inflight.empty:
         return EXIT_NOTHING
-    return EXIT_HEALTHY if pw.finding == NONE else EXIT_FOUND
+    stuck = not report.proxy_waits.inflight.empty  # ops started and never finished
+    return EXIT_HEALTHY if pw.finding == NONE and not stuck else EXIT_FOUND
 
 
 if __name__ == "__main__":

@@ -170,3 +170,9 @@ def test_gzip_and_json_lines_are_read(tmp_path) -> None:
     (tmp_path / "w.jsonl.gz").write_bytes(gzip.compress(lines))
     data = read_proxy_ops(tmp_path)
     assert data.errors == [] and len(data.ops) == 2
+
+
+def test_inflight_ops_alone_are_something_stuck(tmp_path, capsys) -> None:
+    write_table(inflight_rows(make_job(8, []), 5, "dp1", "AllReduce", 3), tmp_path / "inflight.csv", "csv")
+    assert cli_main(["--proxy-ops", str(tmp_path)]) == 1
+    assert "ranks 4, 6, 7 have ops in flight" in capsys.readouterr().out
