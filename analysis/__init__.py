@@ -15,7 +15,7 @@ layers below it:
 
 from __future__ import annotations
 
-from .api import analyze
+from .api import analyze, analyze_proxy_ops
 from .diagnosis.analysis import Analysis
 from .ingest.discover import discover
 from .ingest.hosts import read_hostfile
@@ -41,6 +41,7 @@ __all__ = [
     "Wavefront",
     "analyze",
     "analyze_dumps",
+    "analyze_proxy_ops",
     "combine",
     "combine_results",
     "discover",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .ingest.proxy_ops import read_proxy_ops
 from .report.build import analyze_dumps
+from .report.proxy import with_proxy_waits
 from .report.report import Report
-from .tables.load import load
+from .tables.combine import TablesBuilder
+from .tables.load import load, to_dumpset
 from .types import DumpSet, HostMap, InputError, Limits
 
 
@@ -20,6 +23,7 @@ def analyze(
     use_cache: bool = True,
     hosts: HostMap | None = None,
     earlier: str | Path | None = None,
+    proxy_ops: str | Path | None = None,
 ) -> Report:
     """Load every dump under ``path`` and return the verdict with its tables.
 
@@ -27,12 +31,19 @@ def analyze(
     ``hosts`` says which host each rank ran on (default: host names in the file names).
     ``earlier`` is a folder of earlier dumps of the same job: the report then says who
     moved in between (``Report.compare``); :class:`InputError` if it holds no dump.
+    ``proxy_ops`` (a file or folder of NCCL proxy-op waits) adds ``report.proxy_waits``.
     """
     before = None
     if earlier is not None:
         before = load_earlier(earlier, pattern, workers, limits, use_cache)
     dumps = load(path, pattern=pattern, workers=workers, progress=progress, limits=limits, use_cache=use_cache)
-    return analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
+    report = analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
+    return with_proxy_waits(report, read_proxy_ops(proxy_ops)) if proxy_ops is not None else report
+
+
+def analyze_proxy_ops(path: str | Path) -> Report:
+    """The proxy-op waits under ``path`` alone, as a Report with no dump loaded."""
+    return with_proxy_waits(analyze_dumps(to_dumpset(TablesBuilder().finish())), read_proxy_ops(path))
 
 
 def load_earlier(

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import orjson
 
-from .api import analyze
+from .api import analyze, analyze_proxy_ops
+from .diagnosis.proxy_waits import NONE
 from .ingest.discover import discover
 from .ingest.hosts import read_hostfile
 from .ingest.read import read_raw
 from .report.export import write_parquet
+from .report.health_text import render_health
+from .report.proxy_text import edges_table, render_proxy_text
 from .report.report import Report
 from .report.text import render_text
 from .types import DumpReadError, HostMap, InputError, Verdict
@@ -35,7 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fr-path", dest="fr_path", help="same as PATH (NVIDIA CollectiveAnalyzer flag)")
     p.add_argument("-p", "--pattern", help="glob for dump file names inside a folder (default: all known prefixes)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema flightdeck.report/1)")
-    p.add_argument("-v", "--verbose", action="store_true", help="add the per-group frontier table")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="add the per-group frontier table (and health check outputs)"
+    )
+    p.add_argument(
+        "-c",
+        "--health-check",
+        action="store_true",
+        help="print the node health checks per rank (NVIDIA CollectiveAnalyzer flag)",
+    )
     p.add_argument("--parquet", metavar="DIR", help="write the report and its tables as Parquet files to DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
@@ -46,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--ranks-per-node", type=int, metavar="N", help="ranks r // N share a host (node N)")
     where.add_argument("--hostfile", metavar="FILE", help="CSV of 'rank,host' lines: where each rank ran")
+    p.add_argument(
+        "--proxy-ops",
+        metavar="PATH",
+        help="NCCL proxy-op waits (file or folder): probing's proxy_ops/inflight_ops exports "
+        "(CSV, JSON, JSON lines, Parquet) or NCCL's profiler plugin traces; also without dumps",
+    )
     return p
 
 
@@ -78,8 +95,10 @@ def host_map(args: argparse.Namespace) -> HostMap | None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
+    if not path and args.proxy_ops:
+        return _proxy_only(args)
     if not path:
-        print("error: give the dumps' PATH (or --fr-path)", file=sys.stderr)
+        print("error: give the dumps' PATH (or --fr-path), or --proxy-ops PATH", file=sys.stderr)
         return EXIT_NOTHING
     try:
         report = analyze(
@@ -90,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             use_cache=not args.no_cache,
             hosts=host_map(args),
             earlier=args.compare,
+            proxy_ops=args.proxy_ops,
         )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -107,6 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  - {e.file}: {e.error}", file=sys.stderr)
         else:
             print(render_text(report, verbose=args.verbose))
+            if args.verbose and report.proxy_waits is not None:
+                print("\n".join(edges_table(report)))
+            if args.health_check:
+                print("\n" + render_health(report.health, verbose=args.verbose))
     if report.ranks_loaded == 0:
         return EXIT_NOTHING
     return EXIT_HEALTHY if report.verdict == Verdict.HEALTHY else EXIT_FOUND
@@ -122,6 +146,24 @@ def write_files(report: Report, args: argparse.Namespace) -> None:
         from .views.html import build_html  # plotly is imported only when a page is asked for
 
         Path(args.html).write_text(build_html(report, title=f"Flight Deck: {args.path or args.fr_path}"))
+
+
+def _proxy_only(args: argparse.Namespace) -> int:
+    """``--proxy-ops`` without dumps: the verdict of the waits alone."""
+    report = analyze_proxy_ops(args.proxy_ops)
+    pw = report.proxy_waits.waits
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+    elif pw.rows.empty and report.proxy_waits.inflight.empty:
+        print(f"No proxy-op rows could be read under {args.proxy_ops}.", file=sys.stderr)
+        for e in report.file_errors[:50]:
+            print(f"  - {e.file}: {e.error}", file=sys.stderr)
+    else:
+        print(render_proxy_text(report, verbose=args.verbose))
+    if pw.rows.empty and report.proxy_waits.inflight.empty:
+        return EXIT_NOTHING
+    stuck = not report.proxy_waits.inflight.empty  # ops started and never finished
+    return EXIT_HEALTHY if pw.finding == NONE and not stuck else EXIT_FOUND
 
 
 if __name__ == "__main__":

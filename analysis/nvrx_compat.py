@@ -8,10 +8,12 @@ of :func:`analysis.analyze`, with ``result`` as the report dict plus their
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from .api import analyze
+from .report.health_text import render_health
 from .report.report import Report
 from .types import AttributionState
 
@@ -40,4 +42,6 @@ class CollectiveAnalyzer:
         self.report = analyze(path, pattern=pattern)
         result = self.report.to_dict()
         result["hanging_ranks"] = f"hanging ranks: {self.report.suspect_ranks}"
+        if _get(config, "health_check"):  # their -c: the node health table, on stderr as theirs
+            print(render_health(self.report.health, bool(_get(config, "verbose"))), file=sys.stderr)
         return result, AttributionState(self.report.attribution_state)

@@ -91,6 +91,12 @@ VERSION = "version"
 COMM_LIB_VERSION = "comm_lib_version"
 NUM_ENTRIES = "num_entries"
 FORMAT = "format"
+# node health checks NVIDIA's trace collector adds (``health_check_results``); null without them
+GPU_HEALTH = "gpu_health"
+GPU_HEALTH_OUTPUT = "gpu_health_output"
+NIC_HEALTH = "nic_health"
+NIC_HEALTH_OUTPUT = "nic_health_output"
+HEALTH_COLUMNS = (GPU_HEALTH, GPU_HEALTH_OUTPUT, NIC_HEALTH, NIC_HEALTH_OUTPUT)
 RANK_SCHEMA = pa.schema(
     [
         (RANK, pa.int32()),
@@ -99,6 +105,7 @@ RANK_SCHEMA = pa.schema(
         (VERSION, pa.string()),
         (COMM_LIB_VERSION, pa.string()),
         (NUM_ENTRIES, pa.int64()),
+        *((name, pa.string()) for name in HEALTH_COLUMNS),
     ]
 )
 

@@ -222,12 +222,16 @@ class HangPoint:
     culprit_coords: tuple[int, int, int]  # (stage, dp index, tp index)
     mb: int
     tp_index: int
+    stalled: bool = False
+    """Instead: every rank issues the step's first DP all_reduce and none completes it."""
 
 
 def role_of(coords: tuple[int, int, int], hang: HangPoint | None) -> str:
     """How a rank at ``coords`` ends its trace under the fault."""
     if hang is None:
         return "healthy"
+    if hang.stalled:
+        return "stalled"
     stage, d, t = coords
     c_stage, c_d, c_t = hang.culprit_coords
     if (stage, d, t) == (c_stage, c_d, c_t):
@@ -275,6 +279,9 @@ def cut(
     elif role == "dp_victim":
         block = find(("dp", 0, "ar", 0))
         tail = ["started"] + ["scheduled"] * (DP_BUCKETS - 1)
+    elif role == "stalled":
+        block = find(("dp", 0, "ar", 0))
+        tail = ["started"]
     else:
         raise ValueError(role)
     end = block + len(tail)

@@ -284,7 +284,13 @@ def _make_plan(
     stacks = build_stacks()
     templates: dict[tuple[str, int], list[tuple]] = {}
     status: dict[tuple[str, int], dict[str, tuple[int, int, int]]] = {}
-    roles = ["healthy"] if hang is None else ["culprit", "tp_peer", "pp_victim", "dp_victim"]
+    roles = (
+        ["healthy"]
+        if hang is None
+        else ["stalled"]
+        if hang.stalled
+        else ["culprit", "tp_peer", "pp_victim", "dp_victim"]
+    )
     for stage in range(layout.pp):
         ops, last_start = stage_ops(shape, stage, entries)
         for role in roles:
@@ -324,8 +330,10 @@ def write_dump_set(
     hang in the collective it never joins; pipeline neighbours block in P2P and
     the rest of the world blocks in the DP gradient all_reduce.
     ``fault='none'``: a healthy job, every entry completed.
+    ``fault='stalled'``: every rank issues the last step's first DP all_reduce and none
+    completes it (stuck in flight everywhere: the dumps alone single out no rank).
     """
-    if fault not in ("stuck", "none"):
+    if fault not in ("stuck", "none", "stalled"):
         raise ValueError(f"unknown fault {fault!r}")
     if fmt not in ("pickle", "json"):
         raise ValueError(f"unknown format {fmt!r}")
@@ -340,6 +348,8 @@ def write_dump_set(
     shape = Shape(pp=layout.pp, tp=layout.tp)
     rng = random.Random(seed)
     hang = None
+    if fault == "stalled":
+        hang = HangPoint(culprit_coords=(-1, -1, -1), mb=0, tp_index=0, stalled=True)
     if fault == "stuck":
         if culprit is None:
             culprit = rng.randrange(ranks)
@@ -360,7 +370,7 @@ def write_dump_set(
             total = sum(pool.imap_unordered(_write_rank, range(ranks), chunksize=16))
     _PLAN = None
     truth = {
-        "culprit": [culprit] if hang is not None else [],
+        "culprit": [culprit] if hang is not None and not hang.stalled else [],
         "fault": fault,
         "world_size": ranks,
         "entries": entries,
@@ -369,7 +379,7 @@ def write_dump_set(
         "version": version,
         "layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp},
         "hang": None
-        if hang is None
+        if hang is None or hang.stalled
         else {
             "stage": hang.culprit_coords[0],
             "mb": hang.mb,
@@ -409,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         help="write a small set of this corpus fault family instead (layout and fault from --seed)",
     )
     ap.add_argument("--entries", type=int, default=2000, help="ring buffer size per rank")
-    ap.add_argument("--fault", choices=("stuck", "none"), default="stuck")
+    ap.add_argument("--fault", choices=("stuck", "none", "stalled"), default="stuck")
     ap.add_argument(
         "--culprit",
         type=int,

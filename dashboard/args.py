@@ -36,6 +36,8 @@ class Args:
     """Ranks r // N share a host (``--ranks-per-node``; 0: host names from the file names)."""
     hostfile: str | None = None
     """CSV of ``rank,host`` lines (``--hostfile``)."""
+    proxy_ops: str | None = None
+    """NCCL proxy-op waits (file or folder) shown beside the dumps (``--proxy-ops``)."""
 
     def roots(self) -> tuple[str, ...]:
         """Real paths of every folder the path boxes may read: ``--dumps-root``s, the samples,
@@ -55,6 +57,7 @@ def parse_args(argv: Sequence[str]) -> Args:
     parser.add_argument("--compare", default=None)
     parser.add_argument("--ranks-per-node", type=int, default=0)
     parser.add_argument("--hostfile", default=None)
+    parser.add_argument("--proxy-ops", default=os.environ.get("FLIGHTDECK_PROXY_OPS"))
     ns, _ = parser.parse_known_args(list(argv))
     env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
     return Args(
@@ -66,4 +69,5 @@ def parse_args(argv: Sequence[str]) -> Args:
         compare=ns.compare or None,
         ranks_per_node=max(0, ns.ranks_per_node),
         hostfile=ns.hostfile or None,
+        proxy_ops=ns.proxy_ops or None,
     )

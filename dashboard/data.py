@@ -17,17 +17,21 @@ import pandas as pd
 import streamlit as st
 
 from analysis import analyze_dumps
+from analysis.ingest.proxy_ops import read_proxy_ops
 from analysis.report.export import tables_zip
+from analysis.report.proxy import with_proxy_waits
 from analysis.report.report import Report
 from analysis.report.triage import with_hosts
 from analysis.tables.load import load as load_dumps
 from analysis.types import DumpSet, HostMap, InputError
 from analysis.views import drilldown as views
+from analysis.views import waits as waits_views
 from analysis.views.grid import Grid, group_grid, moved_grid
 from analysis.views.heatmap import HeatmapView, build_view, hover_labels, view_of
 from analysis.views.html import build_html
 
 from . import confine
+from .proxy_source import proxy_key
 from .sources import fingerprint
 
 log = logging.getLogger(__name__)
@@ -55,11 +59,13 @@ def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> Du
 
 @st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
 def _analyze(
-    path: str, roots: tuple[str, ...], use_cache: bool, key: str, earlier: str | None = None
+    path: str, roots: tuple[str, ...], use_cache: bool, key: str, earlier: str | None = None, proxy: str | None = None
 ) -> tuple[Report, float]:
     t0 = time.perf_counter()
     before = None if earlier is None else _earlier(earlier, roots, use_cache)
     report = analyze_dumps(load_confined(path, roots, use_cache), earlier=before)
+    if proxy is not None:
+        report = with_proxy_waits(report, read_proxy_ops(proxy))
     took = time.perf_counter() - t0
     log.debug("analysed %s in %.2fs", path, took)
     return report, took
@@ -73,13 +79,18 @@ def _earlier(path: str, roots: tuple[str, ...], use_cache: bool) -> DumpSet:
     return dumps
 
 
-def load(path: str, roots: Sequence[str], use_cache: bool = True, earlier: str | None = None) -> Loaded:
+def load(
+    path: str, roots: Sequence[str], use_cache: bool = True, earlier: str | None = None, proxy: str | None = None
+) -> Loaded:
     """Analyse ``path`` (already confined to ``roots``) once per version of its files, and
-    compare it with the ``earlier`` dumps of the job (also confined) when given."""
+    compare it with the ``earlier`` dumps of the job (also confined) when given; with
+    ``proxy``, the NCCL proxy-op waits there too."""
     key = f"{path}@{fingerprint(path)}"
     if earlier is not None:
         key += f"|{earlier}@{fingerprint(earlier)}"
-    report, took = _analyze(path, tuple(roots), use_cache, key, earlier)
+    if proxy is not None:
+        key += f"+{proxy_key(proxy)}"
+    report, took = _analyze(path, tuple(roots), use_cache, key, earlier, proxy)
     return Loaded(path, key, report, took)
 
 
@@ -171,3 +182,14 @@ def _dump_ns(key: str, _report: Report) -> int | None:
 def dump_ns(loaded: Loaded) -> int | None:
     """The dumps' newest entry creation time: what "N s before the dump" counts back from."""
     return _dump_ns(loaded.key, loaded.report)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _marks(key: str, _report: Report) -> dict[int, str]:
+    waits = _report.proxy_waits.waits if _report.proxy_waits is not None else None
+    return waits_views.rank_marks(_report.health, waits)
+
+
+def rank_marks(loaded: Loaded) -> dict[int, str]:
+    """Heatmap row marks: failed health checks, proxy-wait culprits."""
+    return _marks(loaded.key, loaded.report)

@@ -9,8 +9,9 @@ import streamlit as st
 
 from . import data, sources, state, timings
 from .args import parse_args
-from .components import drilldown, export, heatmap, job, overview, sidebar, verdict, wavefront
+from .components import drilldown, export, heatmap, job, overview, sidebar, verdict, waits, wavefront
 from .components.text import md_escape
+from .proxy_source import proxy_path
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ def _page(argv: Sequence[str]) -> None:
 
     hosts = sidebar.host_map(args)
     try:
-        loaded = data.hosted(data.load(source.path, source.roots, source.use_cache, source.earlier), hosts)
+        proxy = proxy_path(args, source.path, source.roots)
+        loaded = data.hosted(data.load(source.path, source.roots, source.use_cache, source.earlier, proxy), hosts)
     except Exception as exc:  # the library names the file and reason; show it, not a traceback
         log.exception("analysis failed for %s", source.path)
         st.error(md_escape(f"Could not analyse {source.label}: {type(exc).__name__}: {exc}"))
@@ -60,7 +62,9 @@ def _page(argv: Sequence[str]) -> None:
     )
 
     # Only the open tab is drawn: hidden charts and tables would slow every rerun.
-    tab_heat, tab_job, tab_wave, tab_all, tab_export = st.tabs(list(state.TABS), key=state.TAB, on_change="rerun")
+    tab_heat, tab_job, tab_wave, tab_all, tab_waits, tab_export = st.tabs(
+        list(state.TABS), key=state.TAB, on_change="rerun"
+    )
     if tab_heat.open:
         with tab_heat:
             st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
@@ -75,6 +79,9 @@ def _page(argv: Sequence[str]) -> None:
     if tab_all.open:
         with tab_all:
             overview.render(loaded)
+    if tab_waits.open:
+        with tab_waits:
+            waits.render(loaded)
     if tab_export.open:
         with tab_export:
             export.render(loaded, title=f"Flight Deck: {source.label}")

@@ -67,8 +67,18 @@ SELECTION = (CELL, WINDOW, LAST_EVENT)
 """What a click selected: forgotten when another dump set or group is shown."""
 OPEN_RANK_PREFIX = "open_rank:"
 """Buttons: open one rank of a class in the heatmap, ``open_rank:<class>:<rank>``."""
+WAITS_EDGE = "waits_edge"
+"""The (receiver, sender) edge selected in the Waits tab's matrix."""
+WAITS_METRIC = "waits_metric"
+"""Widget: the wait the Waits tab's matrix shows."""
+WAITS_FINDING = "waits_finding"
+"""Widget: the proxy-wait finding whose chain of waits is drawn."""
+WAITS_MATRIX = "waits_matrix"
+"""Chart: the Waits tab's rank x peer matrix."""
+WAITS_CHAIN = "waits_chain"
+"""Chart: the chain of waits from a finding's culprit."""
 
-TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Export")
+TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Waits", "Export")
 HEATMAP_TAB = TABS[0]
 
 SOURCE_SAMPLE = "Sample scenario"
@@ -144,6 +154,7 @@ def on_dataset(state: State, dataset: str) -> None:
         forget_selection(state)
         state.pop(PG, None)
         state.pop(CLASS, None)
+        state.pop(WAITS_EDGE, None)
 
 
 def on_group(state: State, pg_key: str) -> None:

@@ -112,6 +112,19 @@ ALL_SETS: dict[str, dict[str, Any]] = {
     "slow_rank": {"scenario": "slow_compute", "culprit": 5, "steps": 8, "earlier": True},
     # A ring buffer of 2 entries: some ranks' buffers start after the divergence.
     "short_buffer": {"scenario": "stuck_compute", "culprit": 5, "buffer_size": 2},
+    # as NVIDIA's trace collector writes them: only active entries, no stacks, health checks
+    "collector_json_health": {
+        "scenario": "stuck_compute",
+        "culprit": 5,
+        "collector": "json",
+        "health_failed": {5: ["gpu"], 2: ["nic"]},
+    },
+    "collector_pickle_health": {
+        "scenario": "stuck_compute",
+        "culprit": 5,
+        "collector": "pickle",
+        "health_failed": {5: ["nic"], 3: ["gpu"]},
+    },
 }
 
 #: The culprit of ``slow_compute`` sleeps this long per step: longer than the block timeout,
@@ -652,19 +665,73 @@ def _summarize(dump: dict[str, Any]) -> dict[str, Any]:
     return {"entries": len(dump.get("entries", [])), "last_seq": last, "pending": pending}
 
 
+# NVIDIA's trace collector (nvidia-resiliency-ext, attribution/trace_analyzer/
+# trace_collector.py, TorchFRTraceCollector.collect) dumps with these arguments, adds the
+# node health checks under this key and writes ``_dump_<rank>`` (pickle.dump of the dict)
+# or ``_dump_<rank>.json`` (json.dump, indent=4). Its outputs are the log lines the checks
+# print (shared_utils/health_check.py); a CPU machine has no GPU or NIC to check, so the
+# status is injected and the output is the line that check prints for it.
+COLLECTOR_FORMATS = ("pickle", "json")
+HEALTH_KEY = "health_check_results"
+
+
+def collector_health(rank: int, failed: list[str], gpus_per_node: int = 8) -> dict[str, dict[str, str]]:
+    """``health_check_results`` as the collector builds it; ``failed`` names devices ("gpu", "nic")."""
+    local = rank % gpus_per_node
+    outputs = {
+        "gpu": f"GPU {local}: Requires a reset to recover. Terminate GPU processes and reset the GPU.\n",
+        "nic": f"GPU {local} NIC/IB mlx5_{local} link down counter has been incremented: 0 -> 1 \n",
+    }
+    return {
+        device: {"status": "Failed", "output": outputs[device]}
+        if device in failed
+        else {"status": "Healthy", "output": ""}
+        for device in ("gpu", "nic")
+    }
+
+
+def collector_file_name(rank: int, fmt: str) -> str:
+    return f"_dump_{rank}.json" if fmt == "json" else f"_dump_{rank}"
+
+
+def collector_bytes(dump: dict[str, Any], health: dict[str, dict[str, str]], fmt: str) -> bytes:
+    """The file the collector writes for an unpickled dump: the key added, then pickle or JSON."""
+    dumped = dict(dump)
+    dumped[HEALTH_KEY] = health
+    if fmt == "json":
+        return json.dumps(dumped, indent=4).encode()
+    return pickle.dumps(dumped)  # pickle.dump(dumped_dict, f): the interpreter's default protocol
+
+
+def _collector_dump(plan: dict[str, Any], rank: int) -> tuple[bytes, dict[str, Any]]:
+    import torch
+
+    raw = torch._C._distributed_c10d._dump_fr_trace(includeCollectives=True, includeStackTraces=False, onlyActive=True)
+    dump = pickle.loads(raw)  # our own bytes, produced a moment ago in this process
+    health = collector_health(rank, plan.get("health", {}).get(str(rank), []))
+    return collector_bytes(dump, health, plan["collector"]), dump
+
+
 def dump_file_name(plan: dict[str, Any], rank: int) -> str:
-    """``rank_<r>`` (pickle) or ``rank_<r>.json``; the prefix can be set by ``plan['file_prefix']``."""
+    """``rank_<r>`` (pickle) or ``rank_<r>.json``; the prefix can be set by ``plan['file_prefix']``.
+    With ``plan['collector']``, the collector's ``_dump_<r>`` or ``_dump_<r>.json``."""
+    if plan.get("collector"):
+        return collector_file_name(rank, plan["collector"])
     suffix = ".json" if plan.get("dump_format", "pickle") == "json" else ""
     return f"{plan.get('file_prefix', 'rank_')}{rank}{suffix}"
 
 
-def _take_dump(plan: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+def _take_dump(plan: dict[str, Any], rank: int) -> tuple[bytes, dict[str, Any]]:
     """This rank's Flight Recorder dump as written to disk, and its decoded content.
 
     ``plan['dump_format']`` picks torch's pickle (frame paths rewritten) or JSON
     writer (which writes no frames); ``plan['only_active']`` passes
     ``onlyActive=True``, which leaves out entries whose completion was discovered.
+    ``plan['collector']`` ("pickle" or "json") dumps as NVIDIA's trace collector does,
+    with ``plan['health']`` (rank -> failed devices) as the node health checks.
     """
+    if plan.get("collector"):
+        return _collector_dump(plan, rank)
     import torch
 
     kwargs = {"onlyActive": True} if plan.get("only_active") else {}
@@ -685,7 +752,7 @@ def _dump_thread(ctx: RankContext, skip_dump: bool) -> None:
         if skip_dump:
             continue
         t0 = time.time()
-        data, dump = _take_dump(ctx.plan)
+        data, dump = _take_dump(ctx.plan, ctx.rank)
         ctx.log(f"dump {k} in {time.time() - t0:.2f}s")
         summary = ctx.state_dir / f"summary_{k}_{ctx.rank}.json"
         extra = getattr(ctx, "extra_summary", None)  # a rank body may add its own facts
@@ -858,6 +925,8 @@ def generate(
     earlier_dir: Path | None = None,
     earlier_when: str = "settled",
     interval_s: float = SNAPSHOT_INTERVAL_S,
+    collector: str | None = None,
+    health_failed: dict[int, list[str]] | None = None,
 ) -> dict:
     """Run one scenario with real processes; write the dumps and scenario.json.
 
@@ -865,9 +934,19 @@ def generate(
     With ``earlier_dir`` the job is dumped twice: first into ``earlier_dir`` (when every
     rank has settled, or with ``earlier_when="fault"`` as soon as the culprit stops or
     slows), then, at least ``interval_s`` later and once every rank has settled again,
-    into ``out_dir``. Returns the content of ``out_dir``'s scenario.json. Raises
-    RuntimeError if the run did not produce the expected dump files before its deadline.
+    into ``out_dir``.
+
+    With ``collector`` ("pickle" or "json") each rank dumps as NVIDIA's trace collector
+    does (only active entries, no stacks, ``_dump_<rank>[.json]``) with its node health
+    checks added; ``health_failed`` maps a rank to the devices ("gpu", "nic") whose
+    check failed (every other check is healthy).
+
+    Returns the content of ``out_dir``'s scenario.json. Raises RuntimeError if the run
+    did not produce the expected dump files before its deadline.
     """
+    if collector not in (None, *COLLECTOR_FORMATS):
+        raise ValueError(f"unknown collector format {collector!r}; choose from {COLLECTOR_FORMATS}")
+    health_failed = {int(r): sorted(set(devices)) for r, devices in (health_failed or {}).items()}
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {sorted(SCENARIOS)}")
     if steps < 2:
@@ -881,7 +960,7 @@ def generate(
     dirs = [Path(d) for d in ([earlier_dir] if earlier_dir is not None else []) + [out_dir]]
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
-        for old in list(d.glob("rank_*")) + [d / "scenario.json"]:
+        for old in [*d.glob("rank_*"), *d.glob("_dump_*"), d / "scenario.json"]:
             old.unlink(missing_ok=True)
 
     work = Path(tempfile.mkdtemp(prefix="fr_generate_"))
@@ -896,6 +975,8 @@ def generate(
         "steps": steps,
         "seed": seed,
         "fill_pg_config": fill_pg_config,
+        "collector": collector,
+        "health": {str(r): devices for r, devices in health_failed.items()},
         "port": _free_port(),
         "state_dir": str(work),
         "out_dir": str(dirs[-1].resolve()),
@@ -931,6 +1012,11 @@ def generate(
         }
         snapshot.update(rest)
         snapshot["generation_seconds"] = tail["generation_seconds"]
+        if collector:
+            snapshot["collector"] = {
+                "format": collector,
+                "health_failed": {str(r): d for r, d in health_failed.items()},
+            }
         if len(dirs) > 1:
             snapshot["snapshot"] = {"taken": "earlier" if k == 0 else "later", "other": dirs[1 - k].name}
             if k == 0:
@@ -1204,6 +1290,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--earlier", type=Path, default=None, help="dump twice: the first snapshot into this folder")
     parser.add_argument("--earlier-when", choices=("settled", "fault"), default="settled")
     parser.add_argument("--interval", type=float, default=SNAPSHOT_INTERVAL_S, help="seconds between the snapshots")
+    parser.add_argument(
+        "--collector",
+        choices=COLLECTOR_FORMATS,
+        help="dump as NVIDIA's trace collector does (only active entries, no stacks, health checks added)",
+    )
+    parser.add_argument(
+        "--health-failed",
+        action="append",
+        default=[],
+        metavar="DEVICE:RANK",
+        help="with --collector: the check of DEVICE (gpu or nic) on RANK failed (repeatable)",
+    )
     parser.add_argument("--all", action="store_true", help="regenerate every committed set")
     parser.add_argument("--_launch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1230,8 +1328,20 @@ def main(argv: list[str] | None = None) -> None:
         earlier_dir=args.earlier,
         earlier_when=args.earlier_when,
         interval_s=args.interval,
+        collector=args.collector,
+        health_failed=_parse_failed(args.health_failed),
     )
     print(json.dumps(info, indent=2))
+
+
+def _parse_failed(items: list[str]) -> dict[int, list[str]]:
+    failed: dict[int, list[str]] = {}
+    for item in items:
+        device, _, rank = item.partition(":")
+        if device not in ("gpu", "nic") or not rank.isdigit():
+            raise SystemExit(f"--health-failed takes DEVICE:RANK with DEVICE gpu or nic, not {item!r}")
+        failed.setdefault(int(rank), []).append(device)
+    return failed
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from nccl_sets import coll, tp_job, write_set
 
 import analysis
 from analysis.diagnosis.caveats import Caveat, CaveatKind, Confidence, confidence
+from analysis.report.words import ranks_text
 
 STUCK = SAMPLE_DUMPS / "stuck_compute"
 SHORT = SAMPLE_DUMPS / "short_buffer"
@@ -97,7 +98,7 @@ def test_buffers_that_start_after_the_divergence() -> None:
     report = analysis.analyze(SHORT)
     assert report.suspect_ranks == [5] and report.wavefront.collective_seq_id == 11
     (sentence,) = report.caveats
-    assert sentence.startswith(f"The ring buffers of ranks {', '.join(map(str, late))} start after the divergence")
+    assert sentence.startswith(f"The ring buffers of {ranks_text(late)} start after the divergence")
     assert report.confidence == "medium", "neither the suspect nor its group lost its record"
 
 
@@ -138,8 +139,8 @@ def test_mixed_versions_and_json_without_stacks(tmp_path) -> None:
     report = analysis.analyze(tmp_path, use_cache=False)
     assert report.suspect_ranks == [2]
     assert _caveat_kinds(report) == {"versions", "json"}
-    assert any("2.9: ranks 2, 3" in c and "2.10: ranks 0, 1" in c for c in report.caveats)
-    assert any(c.startswith("Ranks 2, 3 wrote JSON dumps") for c in report.caveats)
+    assert any("2.9: ranks 2-3" in c and "2.10: ranks 0-1" in c for c in report.caveats)
+    assert any(c.startswith("Ranks 2-3 wrote JSON dumps") for c in report.caveats)
     assert report.confidence == "medium"
 
 

@@ -37,7 +37,8 @@ def test_sample_verdict(folder) -> None:
         assert report.verdict in ("hang", "mismatch")
         assert report.wavefront is not None
         assert set(report.suspect_ranks) <= set(range(scenario["world_size"]))
-    dumped = {int(p.name.rsplit("_", 1)[1]) for p in folder.glob("rank_*")}
+    files = [*folder.glob("rank_*"), *folder.glob("_dump_*")]  # _dump_<rank>[.json]: NVIDIA's collector
+    dumped = {int(p.name.rsplit("_", 1)[1].split(".")[0]) for p in files}
     assert report.ranks_loaded == len(dumped)
 
 

@@ -57,6 +57,18 @@ class Kind(enum.StrEnum):
     """A caution: the dumps record no send/recv, so silent ranks may be blocked in one."""
     WAITING = "waiting"
     """The ranks blocked waiting, directly or through others."""
+    HEALTH_FAILED = "health_failed"
+    """A node health check (``detail["device"]``: GPU or NIC) failed on these ranks."""
+    HEALTH_TIE_BROKEN = "health_tie_broken"
+    """The dumps could not single out a rank; a failed health check made these ranks the suspects."""
+    HEALTH_TIE_KEPT = "health_tie_kept"
+    """The dumps could not single out a rank, and the health checks do not either (all failed or all passed)."""
+    HEALTH_SUPPORTS = "health_supports"
+    """A suspect's health check failed too."""
+    HEALTH_CLEARED = "health_cleared"
+    """A rank's health check failed although the dumps clear it: stated, not blamed."""
+    HEALTH_UNREADABLE = "health_unreadable"
+    """The health checks of these ranks could not be read."""
 
 
 class Role(enum.StrEnum):

@@ -17,6 +17,7 @@ from .. import schema as s
 from ..types import DEFAULT_LIMITS, DumpFormatError, FileTables, Limits
 from .entries import entries_table
 from .fields import DictFields, EntryFields
+from .health import health_fields
 from .pg_tables import configs_table, status_table
 from .stacks import Stacks
 from .values import describe, text_label
@@ -62,6 +63,7 @@ def parse_dump(
             s.VERSION: [text_label(version, 16)],
             s.COMM_LIB_VERSION: [text_label(comm, 64)],
             s.NUM_ENTRIES: pa.array([fields.n], pa.int64()),
+            **{name: pa.array([text], pa.string()) for name, text in health_fields(raw).items()},
         },
         schema=s.RANK_SCHEMA,
     )

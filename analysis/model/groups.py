@@ -138,6 +138,7 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     for g in index.groups.values():
         for r in g.ranks:
             groups_with_desc[(r, g.desc)].append(g.key)
+    own_ids = {(rank, index.key_of.get((rank, name), name)) for (rank, _), name in id_to_name.items()}
     for rank, pg_id in zip(status_ranks, status_ids):
         name = id_to_name.get((rank, pg_id))
         if name is not None:
@@ -151,7 +152,9 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
         if votes and len(votes) == 1:
             (desc,) = votes
             candidates = groups_with_desc.get((rank, desc), [])
-            if len(candidates) == 1:
+            # a group has one pg_id per rank: never a second one, when the rank's own
+            # entries already name that group's id (only-active dumps leave few entries)
+            if len(candidates) == 1 and (rank, candidates[0]) not in own_ids:
                 index.status_key_of[(rank, pg_id)] = candidates[0]
 
     for name, ranks in inferred.items():

@@ -6,11 +6,13 @@ from typing import Any
 
 from ..diagnosis.analysis import Analysis, run_analysis
 from ..diagnosis.caveats import unreadable_files
+from ..diagnosis.health import apply_health, tie_of
 from ..diagnosis.verdict import diagnose
+from ..model.health import health_of
 from ..types import DumpSet, HostMap
 from .evidence import evidence, reason
 from .report import Report, Wavefront
-from .text import summary_sentence
+from .text import summary_sentence, tie_broken_summary
 from .triage import add_triage
 
 
@@ -48,6 +50,8 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
     ``earlier`` is an earlier snapshot of the same job to compare with.
     """
     d = diagnose(a)
+    health = health_of(a.dumps)
+    d, by_health = apply_health(d, health, tie_of(a, d))
     unreadable = unreadable_files(a)
     wavefront = None
     if d.wave is not None:
@@ -58,6 +62,8 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
     summary = summary_sentence(
         d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks), set(unreadable)
     )
+    if by_health.changed:
+        summary = tie_broken_summary(suspects, wavefront, len(d.victims))
     report = Report(
         verdict=d.verdict,
         failure_class=d.failure_class,
@@ -75,6 +81,7 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
         process_groups=summarize_progress(a),
         suspect_classes=dict(d.suspect_classes),
         analysis=a,
+        health=health,
     )
     add_triage(report, a, d, hosts, earlier)
     return report

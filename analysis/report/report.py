@@ -11,6 +11,7 @@ from ..diagnosis.analysis import Analysis
 from ..diagnosis.compare import Comparison
 from ..diagnosis.findings import Finding
 from ..diagnosis.rank_classes import RankClass
+from ..model.health import RankHealth
 from ..types import AttributionState, FailureClass, FileError, HostMap, Verdict
 
 SCHEMA = "flightdeck.report/1"
@@ -74,6 +75,10 @@ class Report:
     """``rank_classes`` as objects, in the same order."""
     host_map: HostMap | None = field(default=None, repr=False)
     comparison: Comparison | None = field(default=None, repr=False)
+    health: dict[int, RankHealth] = field(default_factory=dict)
+    """Node health checks by rank, for every rank whose dump carries them."""
+    proxy_waits: Any = None
+    """The NCCL proxy-op waits when they were given (``report.proxy.ProxyEvidence``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,4 +102,27 @@ class Report:
             "drain_hosts": list(self.drain_hosts),
             "rank_classes": self.rank_classes,
             "compare": self.compare,
+            "health": [health_record(h) for h in self.health.values()],
+            "proxy_waits": self.proxy_waits.to_dict() if self.proxy_waits is not None else None,
         }
+
+
+HEALTH_OUTPUT_CHARS = 2000
+"""A check's output in the JSON: enough for its messages, not a whole log."""
+
+
+def _cut_output(text: str | None) -> str | None:
+    if text is None or len(text) <= HEALTH_OUTPUT_CHARS:
+        return text
+    return text[:HEALTH_OUTPUT_CHARS] + f"... ({len(text) - HEALTH_OUTPUT_CHARS} more characters)"
+
+
+def health_record(h: RankHealth) -> dict[str, Any]:
+    """One rank's checks as the JSON carries them: statuses as written, outputs cut."""
+    return {
+        "rank": h.rank,
+        "gpu": h.gpu,
+        "nic": h.nic,
+        "gpu_output": _cut_output(h.gpu_output),
+        "nic_output": _cut_output(h.nic_output),
+    }

@@ -66,6 +66,20 @@ def summary_sentence(
     return f"{who} {words}{where}{blocked}."
 
 
+def tie_broken_summary(suspects: list[int], wave: Wavefront | None, n_victims: int) -> str:
+    """The summary when the dumps could not isolate a rank and a failed health check did."""
+    where = ""
+    if wave is not None:
+        seq = f" seq {wave.collective_seq_id}" if wave.collective_seq_id is not None else ""
+        where = f" at {wave.op or 'collective'}{seq} of group {wave.pg_name} ({wave.pg_desc or 'no description'})"
+    who = ranks_text(suspects, 12)
+    verb = "fails" if len(suspects) == 1 else "fail"
+    return (
+        f"The job hangs{where} with every member stuck in flight; {who} {verb} a node health check and "
+        f"{'is' if len(suspects) == 1 else 'are'} the likely cause; {n_victims} other rank(s) wait."
+    )
+
+
 def render_text(report: Report, verbose: bool = False) -> str:
     """Verdict first, then wavefront and suspects, then evidence."""
     lines = [f"VERDICT: {report.verdict.value.upper()} ({report.failure_class.value})", report.summary, ""]

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from ..types import DumpFile, FileError
 
-CACHE_FORMAT = "flightdeck-tables/4"
+CACHE_FORMAT = "flightdeck-tables/5"  # 4: entries keep output_sizes; 5: the files table holds the node health checks
 TABLES = ("entries", "stacks", "configs", "status", "files")
 KEEP_SETS = 16
 

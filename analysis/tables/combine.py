@@ -234,3 +234,12 @@ def combine_tables(parts: Iterable[FileTables]) -> dict[str, pa.Table]:
     for part in parts:
         builder.add(part)
     return builder.finish()
+
+
+def with_columns_of(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with every column of ``schema`` it lacks added as nulls (tables an older
+    version stored), in the schema's order."""
+    missing = [f for f in schema if f.name not in table.column_names]
+    for f in missing:
+        table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    return table.select([f.name for f in schema]) if missing else table

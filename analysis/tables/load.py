@@ -22,12 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import schema as s
 from ..ingest.discover import discover
 from ..ingest.read import read_dump
 from ..ingest.safe_pickle import collector_paused
 from ..types import DEFAULT_LIMITS, DumpFile, DumpReadError, DumpSet, FileError, FileTables, Limits
 from . import cache
-from .combine import TablesBuilder, combine_tables, merge_parts, return_freed_memory
+from .combine import TablesBuilder, combine_tables, merge_parts, return_freed_memory, with_columns_of
 
 
 def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | FileError:
@@ -106,8 +107,12 @@ def write_file_tables(part: FileTables, folder: str | Path) -> Path:
 
 
 def read_file_tables(folder: str | Path) -> FileTables:
-    """The tables :func:`write_file_tables` stored, ready for :func:`combine`."""
-    return FileTables(**{name: pq.read_table(Path(folder) / f"{name}.parquet") for name in _PART_TABLES})
+    """The tables :func:`write_file_tables` stored, ready for :func:`combine`.
+
+    Parts stored before the files table held the health checks get them as nulls."""
+    tables = {name: pq.read_table(Path(folder) / f"{name}.parquet") for name in _PART_TABLES}
+    tables["meta"] = with_columns_of(tables["meta"], s.RANK_SCHEMA)
+    return FileTables(**tables)
 
 
 def default_workers() -> int:

@@ -23,6 +23,7 @@ from .figures.classes import class_graph
 from .figures.heatmap import heatmap_figure
 from .grid import group_grid
 from .heatmap import build_view, recent_window
+from .waits import rank_marks
 
 _STYLE = (
     "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#212121}"
@@ -50,7 +51,8 @@ def _frame_html(df: pd.DataFrame) -> str:
 
 
 def wavefront_figure(report: Report) -> go.Figure | None:
-    """The wavefront group's heatmap (aggregated when large), hosts beside ranks; or None."""
+    """The wavefront group's heatmap (aggregated when large), hosts beside ranks, rows marked
+    with failed health checks and proxy-wait culprits; or None."""
     w = report.wavefront
     if w is None or report.analysis is None:
         return None
@@ -64,6 +66,7 @@ def wavefront_figure(report: Report) -> go.Figure | None:
         suspects=report.suspect_ranks,
         title=f"group {w.pg_name} ({w.pg_desc or 'no description'})",
         row_labels=host_labels(report.host_map, view.ranks.tolist()),
+        marks=rank_marks(report.health, report.proxy_waits.waits if report.proxy_waits is not None else None),
     )
 
 

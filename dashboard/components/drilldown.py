@@ -10,6 +10,7 @@ from analysis.views import stacks
 from analysis.views.grid import STATE_NAMES, shown_state
 
 from .. import data, tables
+from . import health
 from .text import md_escape
 
 
@@ -26,6 +27,7 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
         return
     host = report.host_map.host(rank) if report.host_map else None
     st.subheader(f"rank {rank} · seq {seq}" + (f" · {host}" if host else ""), anchor=False)
+    health.badge(report.health.get(rank))
     found = views.cell_entry(a, pg_key, rank, seq)
     entry, exact, frames = found.entry, found.exact, found.frames
     if not exact:

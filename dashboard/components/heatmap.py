@@ -33,6 +33,7 @@ def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
         focus=recent_window(grid),
         row_labels=host_labels(report.host_map, grid.ranks.tolist()),
         moved_for=moved_for,
+        marks=data.rank_marks(loaded),
     )
 
 
@@ -48,13 +49,15 @@ def render_grid(
     focus: tuple[int, int, int, int] | None = None,
     row_labels: Mapping[int, str] | None = None,
     moved_for: Callable[[HeatmapView], np.ndarray | None] | None = None,
+    marks: Mapping[int, str] | None = None,
 ) -> tuple[int, int] | None:
     """Draw any group grid; ``view_for(window)`` returns the (cached) view and hover labels.
 
     ``focus`` is the region shown until the user opens another: for a group with a long
     history, its newest sequence numbers (where hangs are), at full resolution.
     ``row_labels`` (rank -> host) go beside the ranks; ``moved_for(view)`` gives the
-    layer of cells completed since an earlier snapshot.
+    layer of cells completed since an earlier snapshot; ``marks`` (rank -> short text)
+    flag rows (a failed health check, a proxy-wait culprit).
     """
     ss = st.session_state
     pg_key = grid.pg_key
@@ -77,6 +80,7 @@ def render_grid(
         selected=cell,
         row_labels=row_labels,
         moved=None if moved_for is None else moved_for(view),
+        marks=marks,
     )
     st.plotly_chart(
         fig,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 #: scheduled, not issued, mismatched.
 STATE_COLORS = ("#eceff1", "#a5d6a7", "#fdd835", "#fb8c00", "#e53935", "#7b1fa2")
 SUSPECT_COLOR = "#b71c1c"
+MARK_COLOR = "#e65100"  # a failed health check or a proxy-wait culprit on a heatmap row
 SELECT_COLOR = "#0d47a1"
 #: Cells completed between an earlier snapshot and this one.
 MOVED_COLOR = "rgba(13,71,161,0.45)"

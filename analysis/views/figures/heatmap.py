@@ -9,6 +9,7 @@ the hover text. What it shows (a region, maybe in blocks) is
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 
@@ -17,11 +18,15 @@ import plotly.graph_objects as go
 
 from ..grid import STATE_NAMES
 from ..heatmap import HeatmapView, short_text
-from .colors import MOVED_COLOR, SELECT_COLOR, STATE_COLORS, SUSPECT_COLOR, discrete_colorscale
+from .colors import MARK_COLOR, MOVED_COLOR, SELECT_COLOR, STATE_COLORS, SUSPECT_COLOR, discrete_colorscale
 
 
 def _row_ticks(
-    view: HeatmapView, suspects: set[int], row_labels: Mapping[int, str], max_ticks: int = 40
+    view: HeatmapView,
+    suspects: set[int],
+    row_labels: Mapping[int, str],
+    max_ticks: int = 40,
+    marks: Mapping[int, str] | None = None,
 ) -> tuple[list[float], list[str]]:
     n = view.n_rows
     if not view.aggregated and n <= 64:
@@ -41,6 +46,8 @@ def _row_ticks(
             label += f" · {short_text(row_labels[rank], 24)}"
         if rank in suspects and not view.aggregated:
             label = f'<b><span style="color:{SUSPECT_COLOR}">{label} ◀ suspect</span></b>'
+        if marks and rank in marks and not view.aggregated:
+            label += f' <span style="color:{MARK_COLOR}">⚑ {html.escape(marks[rank])}</span>'
         text.append(label)
     return vals, text
 
@@ -55,6 +62,7 @@ def heatmap_figure(
     title: str | None = None,
     row_labels: Mapping[int, str] | None = None,
     moved: np.ndarray | None = None,
+    marks: Mapping[int, str] | None = None,
 ) -> go.Figure:
     """The state heatmap with its clickable overlay, wavefront line and suspect rows.
 
@@ -63,13 +71,14 @@ def heatmap_figure(
     ``selected`` is a (rank, seq) to outline. ``row_labels`` (rank -> host) are shown
     beside the ranks. ``moved`` (same shape as ``view.codes``, 1 where a cell was
     completed since an earlier snapshot) is drawn as a second layer over the states.
+    ``marks`` (rank -> short text) flags rows: a failed health check, a proxy-wait culprit.
     """
     traces = [_state_trace(view)]
     if moved is not None:
         traces.append(_moved_trace(view, moved))
     fig = go.Figure([*traces, _overlay(view, hover)])
     suspects_set = {int(r) for r in suspects}
-    _layout(fig, view, suspects_set, title, row_labels or {})
+    _layout(fig, view, suspects_set, title, row_labels or {}, marks)
     x_lo, x_hi = _x_range(view)
     if wavefront_seq is not None and x_lo <= wavefront_seq <= x_hi:
         fig.add_vline(
@@ -175,10 +184,15 @@ def _overlay(view: HeatmapView, hover: np.ndarray | None) -> go.Scatter:
 
 
 def _layout(
-    fig: go.Figure, view: HeatmapView, suspects: set[int], title: str | None, row_labels: Mapping[int, str]
+    fig: go.Figure,
+    view: HeatmapView,
+    suspects: set[int],
+    title: str | None,
+    row_labels: Mapping[int, str],
+    marks: Mapping[int, str] | None = None,
 ) -> None:
     x_lo, x_hi = _x_range(view)
-    tickvals, ticktext = _row_ticks(view, suspects, row_labels)
+    tickvals, ticktext = _row_ticks(view, suspects, row_labels, marks=marks)
     fig.update_layout(
         height=_height(view),
         margin={"l": 10, "r": 10, "t": 64 if title else 44, "b": 40},

@@ -1,0 +1,112 @@
+"""The "Waits" tab: NCCL proxy-op waits as a rank x peer matrix (click an edge for its rows),
+the culprit -> victims chain, and the rankings."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from analysis.diagnosis.proxy_walk import LINK
+from analysis.report.words import compact_ranks
+from analysis.views import waits as views
+from analysis.views.figures.waits import chain_figure, matrix_figure
+
+from .. import data, state
+from .text import md_escape
+
+_WORDS = {"slow_gpu": "slow GPU", "slow_link": "slow link", "receiver_congestion": "congested receiver", "none": "none"}
+
+
+def _selection(event: object, cells: pd.DataFrame) -> tuple[int, int] | None:
+    """(receiver, sender) of a click on the matrix: the clicked marker of the overlay (the
+    chart's second trace) is that row of ``cells``."""
+    try:
+        points = event["selection"]["points"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    for p in points:
+        if not isinstance(p, dict) or p.get("curve_number") != 1:
+            continue
+        i = p.get("point_index", p.get("point_number"))
+        if isinstance(i, int) and 0 <= i < len(cells):
+            return int(cells["receiver"].iloc[i]), int(cells["sender"].iloc[i])
+    return None
+
+
+def render(loaded: data.Loaded) -> None:
+    pe = loaded.report.proxy_waits
+    if pe is None:
+        st.info(
+            "No NCCL proxy-op waits for these dumps. Start the dashboard with `-- --proxy-ops PATH` "
+            "(probing's proxy_ops exports or NCCL profiler plugin traces), or put them in a `proxy_ops` "
+            "folder beside the dumps."
+        )
+        return
+    pw = pe.waits
+    ss = st.session_state
+    head = f"**Finding: {_WORDS.get(pw.finding, pw.finding)}**"
+    if pw.culprit_ranks:
+        head += f" · culprit ranks {compact_ranks(pw.culprit_ranks)}"
+    if pw.suspect_links:
+        head += " · links " + ", ".join(f"{s}→{r}" for s, r in pw.suspect_links)
+    if not pw.ranks_are_global:
+        head += " · ranks local to their communicators"
+    st.markdown(head)
+    st.caption(
+        md_escape(
+            f"{len(pw.rows)} proxy-op rows, {len(pw.comms)} communicators"
+            + (f"; agreement with the dumps: {pe.agreement.kind}" if pe.agreement is not None else "")
+        )
+    )
+
+    metric = st.radio("Matrix", list(views.METRICS), horizontal=True, key=state.WAITS_METRIC)
+    matrix = views.wait_matrix(pw, metric)
+    if matrix is None:
+        st.text("No edge: no proxy op names a peer.")
+        return
+    event = st.plotly_chart(
+        matrix_figure(matrix, metric, ss.get(state.WAITS_EDGE)),
+        key=state.WAITS_MATRIX,
+        on_select="rerun",
+        selection_mode=("points",),
+        config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d", "toImage"]},
+    )
+    clicked = _selection(event, matrix.cells)
+    if clicked is not None and clicked != ss.get(state.WAITS_EDGE):
+        ss[state.WAITS_EDGE] = clicked
+        st.rerun()
+    edge = ss.get(state.WAITS_EDGE)
+    if edge is None:
+        st.caption("Click a cell to see that edge: its class, its root and the proxy-op rows behind it.")
+    else:
+        receiver, sender = edge
+        st.subheader(f"edge {sender} → {receiver}", anchor=False)
+        summary = views.edge_summary(pw, sender, receiver)
+        for comm, cls, root in summary[["communicator", "class", "root"]].itertuples(index=False):
+            st.markdown(md_escape(f"communicator {comm}: {cls}" + (f", wait began at {root}" if root else "")))
+        st.dataframe(summary, hide_index=True, width="stretch")
+        st.dataframe(views.edge_rows(pw, sender, receiver), hide_index=True, width="stretch", height=280)
+
+    named = [f for f in pw.findings if f.kind != "unresolved"]
+    if named:
+        labels = [
+            f"{_WORDS.get(f.kind, f.kind)} {('→' if f.kind == LINK else ', ').join(map(str, f.ranks))}"
+            + (" (cycle: a guess)" if f.ambiguous else "")
+            for f in named
+        ]
+        pick = st.selectbox(
+            "Chain of waits from", range(len(named)), format_func=lambda i: labels[i], key=state.WAITS_FINDING
+        )
+        f = named[pick]
+        edges = views.chain(pw, f)
+        roots = f.ranks if f.kind != LINK else (f.ranks[0],)
+        st.plotly_chart(
+            chain_figure(edges, roots, f"{labels[pick]}: {len(f.victims)} ranks waited"),
+            key=state.WAITS_CHAIN,
+            config={"displaylogo": False},
+        )
+    st.markdown("**Findings**")
+    st.dataframe(views.findings_table(pw), hide_index=True, width="stretch")
+    for title, table in views.rankings(pw).items():
+        st.markdown(f"**{md_escape(title)}**")
+        st.dataframe(table, hide_index=True, width="stretch")
