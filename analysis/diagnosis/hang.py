@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
-from ..model.routine import departure
+from ..model.routine import departures
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
@@ -172,12 +172,21 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
 
 
 def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
-    """Members of a cycle whose pending collective is not what their own earlier steps issued
-    at that point, while other members' are: they added or skipped one."""
+    """Members of a cycle that left their routine where the other members did not (each
+    issued something else than its own earlier steps issued after the same collectives):
+    they added or skipped a collective. A departure the others share (a checkpoint every
+    few steps) is the routine itself."""
     if len(comp) < 2:
         return []
-    found = {r: d for r in comp if (d := departure(w.a.cells, w.a.dumps.entries, w.a.families.family_of, r))}
-    if not found or len(found) == len(comp):
+    a = w.a
+    seen = {r: departures(a.cells, a.dumps.entries, a.families.family_of, r) for r in comp}
+    kinds = {r: {(d.expected, d.issued) for d in ds} for r, ds in seen.items()}
+    own = {
+        r: [d for d in ds if not any((d.expected, d.issued) in kinds[o] for o in comp if o != r)]
+        for r, ds in seen.items()
+    }
+    odd = {r: ds[0] for r, ds in own.items() if ds}
+    if not odd or len(odd) == len(comp):
         return []
     return [
         Finding(
@@ -191,7 +200,7 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
             since=w.created.get((d.pg_key, r, d.seq), NEVER),
             detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
         )
-        for r, d in sorted(found.items())
+        for r, d in sorted(odd.items())
     ]
 
 

@@ -45,22 +45,32 @@ def _predict(steps: list[Step], at: int) -> Step | None:
     return None
 
 
-def departure(cells: pd.DataFrame, entries: pd.DataFrame, family_of: dict[str, str], rank: int) -> Departure | None:
-    """Whether ``rank``'s earliest pending collective departs from its own routine."""
+WINDOW = 48
+"""Collectives before the pending one searched for a departure (a step or two of a real job)."""
+
+
+def departures(
+    cells: pd.DataFrame, entries: pd.DataFrame, family_of: dict[str, str], rank: int, window: int = WINDOW
+) -> list[Departure]:
+    """Where ``rank`` issued something else than its routine predicts, among its last
+    ``window`` collectives up to its earliest pending one, oldest first (none for a rank
+    with nothing pending, or whose entries carry no record ids)."""
     mine = cells.loc[(cells[s.RANK] == rank).to_numpy()]
     if mine.empty or mine[DONE].all():
-        return None
+        return []
     rid = _take_int(entries[s.RECORD_ID], mine[ROW].to_numpy(), -1)
     if (rid < 0).any():
-        return None  # no record ids: the order of the rank's collectives is unknown
+        return []  # no record ids: the order of the rank's collectives is unknown
     mine = mine.iloc[np.argsort(rid, kind="stable")]
     steps = [
         (family_of.get(str(k), str(k)), str(op), str(sz), str(dt))
         for k, op, sz, dt in mine[[s.PG_KEY, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].itertuples(index=False)
     ]
-    at = int(np.flatnonzero(~mine[DONE].to_numpy())[0])
-    expected = _predict(steps, at)
-    if expected is None or expected == steps[at]:
-        return None
-    head = mine.iloc[at]
-    return Departure(rank, str(head[s.PG_KEY]), int(head[s.SEQ]), steps[at], expected)
+    head = int(np.flatnonzero(~mine[DONE].to_numpy())[0])
+    found = []
+    for at in range(max(1, head - window), head + 1):
+        expected = _predict(steps, at)
+        if expected is not None and expected != steps[at]:
+            row = mine.iloc[at]
+            found.append(Departure(rank, str(row[s.PG_KEY]), int(row[s.SEQ]), steps[at], expected))
+    return found
