@@ -17,6 +17,7 @@ from nccl_sets import coll, tp_job, write_set
 
 import analysis
 from analysis.diagnosis.caveats import Caveat, CaveatKind, Confidence, confidence
+from analysis.report.words import compact_ranks
 
 STUCK = SAMPLE_DUMPS / "stuck_compute"
 SHORT = SAMPLE_DUMPS / "short_buffer"
@@ -97,7 +98,7 @@ def test_buffers_that_start_after_the_divergence() -> None:
     report = analysis.analyze(SHORT)
     assert report.suspect_ranks == [5] and report.wavefront.collective_seq_id == 11
     (sentence,) = report.caveats
-    assert sentence.startswith(f"The ring buffers of ranks {', '.join(map(str, late))} start after the divergence")
+    assert sentence.startswith(f"The ring buffers of ranks {compact_ranks(late)} start after the divergence")
     assert report.confidence == "medium", "neither the suspect nor its group lost its record"
 
 
