@@ -139,8 +139,8 @@ def test_mixed_versions_and_json_without_stacks(tmp_path) -> None:
     report = analysis.analyze(tmp_path, use_cache=False)
     assert report.suspect_ranks == [2]
     assert _caveat_kinds(report) == {"versions", "json"}
-    assert any("2.9: ranks 2, 3" in c and "2.10: ranks 0, 1" in c for c in report.caveats)
-    assert any(c.startswith("Ranks 2, 3 wrote JSON dumps") for c in report.caveats)
+    assert any("2.9: ranks 2-3" in c and "2.10: ranks 0-1" in c for c in report.caveats)
+    assert any(c.startswith("Ranks 2-3 wrote JSON dumps") for c in report.caveats)
     assert report.confidence == "medium"
 
 

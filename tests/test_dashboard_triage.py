@@ -43,7 +43,7 @@ def test_confidence_and_caveats_beside_the_suspects(monkeypatch) -> None:
     at = _open(monkeypatch, "short_buffer")
     m = _metrics(at)
     assert m["Suspect ranks"] == "5" and m["Confidence"] == "medium"
-    assert any("ring buffers of ranks 2-3, 6-7 start after the divergence" in w.value for w in at.warning)
+    assert any(md_escape("ring buffers of ranks 2-3, 6-7 start after the divergence") in w.value for w in at.warning)
 
 
 def test_hosts_beside_ranks_in_heatmap_and_drill_down(monkeypatch) -> None:
