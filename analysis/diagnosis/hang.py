@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
-from ..model.routine import departures
+from ..model.routine import Routine, departures, routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
@@ -53,6 +53,10 @@ class _Waits:
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
+
+    def routine(self, rank: int) -> Routine | None:
+        a = self.a
+        return routine(a.dumps.entries, a.rank_rows("entries", rank), a.groups.key_of, a.families.family_of, rank)
 
     def since(self, edges: list[WaitEdge]) -> int:
         return min((self.created.get((e.pg_key, e.waiter, e.seq), NEVER) for e in edges), default=NEVER)
@@ -178,8 +182,7 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     few steps) is the routine itself."""
     if len(comp) < 2:
         return []
-    a = w.a
-    seen = {r: departures(a.cells, a.dumps.entries, a.families.family_of, r) for r in comp}
+    seen = {r: departures(rt) if (rt := w.routine(r)) else [] for r in comp}
     kinds = {r: {(d.expected, d.issued) for d in ds} for r, ds in seen.items()}
     own = {
         r: [d for d in ds if not any((d.expected, d.issued) in kinds[o] for o in comp if o != r)]
@@ -204,8 +207,57 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     ]
 
 
+def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
+    """Members of a cycle held up by waits their own block does not explain, with those waits.
+
+    A member that issued the collective another member waits for it in behind its own
+    earliest pending op, or is blocked at an op earlier in its step than that collective,
+    has simply not got there: that wait follows from its block. A wait it does not explain
+    so (a send/recv it never posted, a collective it went past) makes it a cause.
+    """
+    inside = set(comp)
+    family_of = w.a.families.family_of
+    explained: dict[tuple[int, str], bool] = {}
+    causes: dict[int, list[WaitEdge]] = {}
+    for e in w.graph.edges:
+        if e.waiter not in inside or e.blocker not in inside:
+            continue
+        if e.reason in (WaitReason.QUEUED, WaitReason.BEHIND):
+            continue  # the blocker issued it (or an earlier seq) behind its own head: its block explains it
+        if e.reason == WaitReason.NOT_ISSUED:
+            key = (e.blocker, e.pg_key)
+            if key not in explained:
+                rt = w.routine(e.blocker)
+                marker = (family_of.get(e.pg_key, e.pg_key), e.op or "")
+                explained[key] = bool(rt) and within_step(rt, marker) is True
+            if explained[key]:
+                continue
+        causes.setdefault(e.blocker, []).append(e)
+    return causes
+
+
+def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge], comp: list[int]) -> Finding | None:
+    """A cause of a cycle: it went past a collective its peers wait for it in (desync), or
+    holds them up otherwise (a send/recv it never posted)."""
+    skipped = [e for e in edges if e.reason == WaitReason.NOT_ISSUED]
+    if not skipped:
+        return _waited_on(w, rank, comp)
+    found = _skipped(w, order, rank) or _extra(w, order, rank)
+    if found is not None:
+        return found
+    e = min(skipped, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
+    waiters = w.waiters_at(rank, e.pg_key, e.seq)
+    return Finding(
+        Kind.WENT_PAST, Role.SUSPECT, (rank,), FailureClass.DESYNC, e.pg_key, e.seq, e.op, waiters, w.since([e])
+    )
+
+
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
+    causes = _unexplained(w, comp) if len(comp) > 1 else {}
+    if causes and len(causes) < len(comp):
+        found = [_went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())]
+        return [f for f in found if f is not None], []
     # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
     departed = _departed(w, comp)
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]

@@ -177,7 +177,9 @@ def _add_p2p_edges(
             continue
         posted[(key, str(op), g_src, g_dst)] += 1
         rows.append((key, int(rank), str(op), g_src, g_dst, int(p2p_seq) if not pd.isna(p2p_seq) else -1))
-    op_at = {(rank, key, p2p_seq): (op, g_dst if op == "send" else g_src) for key, rank, op, g_src, g_dst, p2p_seq in rows}
+    op_at = {
+        (rank, key, p2p_seq): (op, g_dst if op == "send" else g_src) for key, rank, op, g_src, g_dst, p2p_seq in rows
+    }
     used: Counter = Counter()
     for key, rank, op, g_src, g_dst, p2p_seq in rows:
         peer = g_dst if op == "send" else g_src

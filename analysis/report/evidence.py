@@ -64,6 +64,14 @@ def _extra(f: Finding, where: str) -> str:
     )
 
 
+def _went_past(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} went on past seq {f.seq} ({f.op or 'collective'}) of {where} without issuing it: "
+        f"{ranks_text(f.waiters)} wait for it there, while rank {f.rank} waits further on in its own steps "
+        "(a skipped or added collective)."
+    )
+
+
 def _departed(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} where, after the same collectives, "
@@ -185,6 +193,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.SKIPPED: _skipped,
     Kind.EXTRA: _extra,
     Kind.DEPARTED: _departed,
+    Kind.WENT_PAST: _went_past,
     Kind.STRAGGLER: _straggler,
     Kind.NOT_ISSUED: _not_issued,
     Kind.NO_RECORD: _no_record,
