@@ -217,7 +217,7 @@ def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
     """
     inside = set(comp)
     family_of = w.a.families.family_of
-    explained: dict[tuple[int, str], bool] = {}
+    within: dict[tuple[int, str], bool | None] = {}
     causes: dict[int, list[WaitEdge]] = {}
     for e in w.graph.edges:
         if e.waiter not in inside or e.blocker not in inside:
@@ -226,12 +226,11 @@ def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
             continue  # the blocker issued it (or an earlier seq) behind its own head: its block explains it
         if e.reason == WaitReason.NOT_ISSUED:
             key = (e.blocker, e.pg_key)
-            if key not in explained:
+            if key not in within:
                 rt = w.routine(e.blocker)
-                marker = (family_of.get(e.pg_key, e.pg_key), e.op or "")
-                explained[key] = bool(rt) and within_step(rt, marker) is True
-            if explained[key]:
-                continue
+                within[key] = within_step(rt, (family_of.get(e.pg_key, e.pg_key), e.op or "")) if rt else None
+            if within[key] is not False:
+                continue  # explained, or the history cannot tell: no cause on this wait's strength
         causes.setdefault(e.blocker, []).append(e)
     return causes
 
