@@ -8,6 +8,7 @@ dumps cannot show are set aside (see :mod:`.consequences`).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from ..model.routine import Routine, departures, routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
-from .consequences import after_mismatch, pipeline_victims, silent
+from .consequences import Steps, after_mismatch, pipeline_victims, silent
 from .findings import NEVER, Finding, Kind, Role
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
 
@@ -53,6 +54,10 @@ class _Waits:
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
+
+    @functools.cached_property
+    def steps(self) -> Steps:
+        return Steps(self.a, self.blocked_ranks)
 
     def routine(self, rank: int) -> Routine | None:
         a = self.a
@@ -175,6 +180,17 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     return Finding(kind, Role.SUSPECT, (rank,), cls, e0.pg_key, e0.seq, e0.op, waiters, since, detail)
 
 
+SAME_PROGRAM_SAMPLE = 16
+"""Ranks of the same program whose routines a departure is checked against, at most."""
+
+
+def _same_program(w: _Waits, rank: int) -> list[int]:
+    """A few other ranks that run ``rank``'s program (the same program families)."""
+    steps = w.steps
+    mine = steps.program.get(rank)
+    return [r for r in sorted(steps.program) if r != rank and steps.program[r] == mine][:SAME_PROGRAM_SAMPLE]
+
+
 def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     """Members of a cycle that left their routine where the other members did not (each
     issued something else than its own earlier steps issued after the same collectives):
@@ -183,10 +199,13 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     if len(comp) < 2:
         return []
     seen = {r: departures(rt) if (rt := w.routine(r)) else [] for r in comp}
+    shared = {r: [o for o in _same_program(w, r) if o not in seen] for r in comp}
+    for o in {o for others in shared.values() for o in others}:
+        seen[o] = departures(rt) if (rt := w.routine(o)) else []
     kinds = {r: {(d.expected, d.issued) for d in ds} for r, ds in seen.items()}
     own = {
-        r: [d for d in ds if not any((d.expected, d.issued) in kinds[o] for o in comp if o != r)]
-        for r, ds in seen.items()
+        r: [d for d in seen[r] if not any((d.expected, d.issued) in kinds[o] for o in [*comp, *shared[r]] if o != r)]
+        for r in comp
     }
     odd = {r: ds[0] for r, ds in own.items() if ds}
     if not odd or len(odd) == len(comp):
