@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..opnames import is_exchange
 from ..tables.rowkeys import equals, flag
 
 CONTEXT = 8
@@ -80,7 +81,10 @@ def routine(
     mine = mine.iloc[: head + 1]
     keys = [key_of.get((rank, n), n) for n in mine[s.PG_NAME].astype(str)]
     columns = [mine[c].astype(str).to_numpy() for c in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES)]
-    steps = [(family_of.get(k, k), op, sz, dt) for k, op, sz, dt in zip(keys, *columns, strict=True)]
+    steps = [
+        (family_of.get(k, k), op, "" if is_exchange(op) else sz, dt)
+        for k, op, sz, dt in zip(keys, *columns, strict=True)
+    ]
     p2p = flag(mine[s.IS_P2P])
     seqs = np.where(
         p2p, mine[s.P2P_SEQ].to_numpy(dtype=np.int64, na_value=-1), mine[s.SEQ].to_numpy(dtype=np.int64, na_value=-1)
