@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
-from ..model.routine import Routine, departures, routine, within_step
+from ..model.routine import Departure, Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
-from .consequences import Steps, after_mismatch, pipeline_victims, silent
+from .consequences import after_mismatch, pipeline_victims, silent
 from .findings import NEVER, Finding, Kind, Role
+from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
 
 
@@ -56,12 +57,11 @@ class _Waits:
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
 
     @functools.cached_property
-    def steps(self) -> Steps:
-        return Steps(self.a, self.blocked_ranks)
+    def routines(self) -> Routines:
+        return Routines(self.a, self.blocked_ranks)
 
     def routine(self, rank: int) -> Routine | None:
-        a = self.a
-        return routine(a.dumps.entries, a.rank_rows("entries", rank), a.groups.key_of, a.families.family_of, rank)
+        return self.routines.routine(rank)
 
     def since(self, edges: list[WaitEdge]) -> int:
         return min((self.created.get((e.pg_key, e.waiter, e.seq), NEVER) for e in edges), default=NEVER)
@@ -180,50 +180,30 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     return Finding(kind, Role.SUSPECT, (rank,), cls, e0.pg_key, e0.seq, e0.op, waiters, since, detail)
 
 
-SAME_PROGRAM_SAMPLE = 16
-"""Ranks of the same program whose routines a departure is checked against, at most."""
-
-
-def _same_program(w: _Waits, rank: int) -> list[int]:
-    """A few other ranks that run ``rank``'s program (the same program families)."""
-    steps = w.steps
-    mine = steps.program.get(rank)
-    return [r for r in sorted(steps.program) if r != rank and steps.program[r] == mine][:SAME_PROGRAM_SAMPLE]
-
-
 def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
-    """Members of a cycle that left their routine where the other members did not (each
-    issued something else than its own earlier steps issued after the same collectives):
-    they added or skipped a collective. A departure the others share (a checkpoint every
-    few steps) is the routine itself."""
+    """Members of a cycle that left their routine where no other member, nor a rank of their
+    program, did (see :mod:`.routines`): they added or skipped a collective."""
     if len(comp) < 2:
         return []
-    seen = {r: departures(rt) if (rt := w.routine(r)) else [] for r in comp}
-    shared = {r: [o for o in _same_program(w, r) if o not in seen] for r in comp}
-    for o in {o for others in shared.values() for o in others}:
-        seen[o] = departures(rt) if (rt := w.routine(o)) else []
-    kinds = {r: {(d.expected, d.issued) for d in ds} for r, ds in seen.items()}
-    own = {
-        r: [d for d in seen[r] if not any((d.expected, d.issued) in kinds[o] for o in [*comp, *shared[r]] if o != r)]
-        for r in comp
-    }
-    odd = {r: ds[0] for r, ds in own.items() if ds}
+    odd = {r: ds[0] for r in comp if (ds := w.routines.own_departures(r, comp))}
     if not odd or len(odd) == len(comp):
         return []
-    return [
-        Finding(
-            Kind.DEPARTED,
-            Role.SUSPECT,
-            (r,),
-            FailureClass.DESYNC,
-            d.pg_key,
-            d.seq,
-            d.issued[1],
-            since=w.created.get((d.pg_key, r, d.seq), NEVER),
-            detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
-        )
-        for r, d in sorted(odd.items())
-    ]
+    return [departed_finding(r, d, w.created.get((d.pg_key, r, d.seq), NEVER)) for r, d in sorted(odd.items())]
+
+
+def departed_finding(rank: int, d: Departure, since: int) -> Finding:
+    """The finding for a rank that left its routine at ``d``."""
+    return Finding(
+        Kind.DEPARTED,
+        Role.SUSPECT,
+        (rank,),
+        FailureClass.DESYNC,
+        d.pg_key,
+        d.seq,
+        d.issued[1],
+        since=since,
+        detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
+    )
 
 
 def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
