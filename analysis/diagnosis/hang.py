@@ -117,18 +117,18 @@ def _extra(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
             continue
         peers = [p for p in w.a.groups.groups[b.pg_key].ranks if p != rank]
         if order.is_extra(rank, order.token(b.pg_key, b.seq), peers):
-            return Finding(
-                Kind.EXTRA,
-                Role.SUSPECT,
-                (rank,),
-                FailureClass.DESYNC,
-                b.pg_key,
-                b.seq,
-                b.op,
-                since=w.created.get((b.pg_key, rank, b.seq), NEVER),
-                detail={"call_site": w.site(b.pg_key, b.seq, rank)},
-            )
+            return extra_finding(w.a, rank, b.pg_key, b.seq, b.op, w.created.get((b.pg_key, rank, b.seq), NEVER))
     return None
+
+
+def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None, since: int) -> Finding:
+    """The finding for a rank that issued a collective no other rank issues."""
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
+    site = hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None
+    return Finding(
+        Kind.EXTRA, Role.SUSPECT, (rank,), FailureClass.DESYNC, pg_key, seq, op, since=since, detail={"call_site": site}
+    )
 
 
 def _straggler(w: _Waits, rank: int) -> Finding:
