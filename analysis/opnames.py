@@ -40,3 +40,12 @@ def parse_op(name: str) -> tuple[str, int | None, int | None]:
         return op, None, None
     src, dst = (a, b) if m.group(3) == "->" else (b, a)
     return m.group(1), src, dst
+
+
+EXCHANGE_OPS = ("all_to_all", "alltoall")
+"""Ops that exchange uneven amounts: their sizes change from step to step (MoE routing)."""
+
+
+def is_exchange(op: str) -> bool:
+    """Whether ``op`` (or any part of a coalesced ``a+b``) is an all-to-all exchange."""
+    return any(x in op for x in EXCHANGE_OPS)

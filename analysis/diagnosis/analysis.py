@@ -69,5 +69,5 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     }
     p2p = pending_p2p(dumps, index)
     graph = build_wait_graph(index, progress, have_dump, pending_ops, p2p, queue_heads(cells, dumps.entries, p2p))
-    imbalances = find_imbalances(cells, dumps.entries, index)
+    imbalances = find_imbalances(cells, dumps.entries, index, have_dump)
     return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing)

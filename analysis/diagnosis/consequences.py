@@ -39,19 +39,28 @@ class Steps:
         self.world = max((len(g.ranks) for g in a.groups.groups.values()), default=0)
         self.groups_of: dict[int, list[ProcessGroup]] = defaultdict(list)
         for g in a.groups.groups.values():
-            if 2 <= len(g.ranks) < self.world:
+            if 2 <= len(g.ranks) < self.world and not g.has_p2p:  # pipeline groups are not step-mates
                 for r in g.ranks:
                     self.groups_of[r].append(g)
         have_dump = set(a.dumps.ranks)
         self.silent = have_dump - blocked_ranks
+        family = a.families.family_of
+        self.program = {r: frozenset(family.get(g.key, g.key) for g in gs) for r, gs in self.groups_of.items()}
+        """The program families of each rank's groups: ranks that run the same program share them."""
 
     def issued(self, g: ProcessGroup, rank: int) -> int:
         p = self.a.progress.get((g.key, rank))
         return -1 if p is None or p.enqueued is None else p.enqueued
 
     def step_group(self, rank: int) -> ProcessGroup | None:
-        """The group ``rank`` issued the most collectives in (ties: the smaller group)."""
-        busy = [g for g in self.groups_of[rank] if self.issued(g, rank) >= 0]
+        """Of the groups whose members all run ``rank``'s program (the same program families),
+        the one ``rank`` issued the most collectives in (ties: the smaller group)."""
+        mine = self.program.get(rank)
+        busy = [
+            g
+            for g in self.groups_of[rank]
+            if self.issued(g, rank) >= 0 and all(self.program.get(r) == mine for r in g.ranks)
+        ]
         return max(busy, key=lambda g: (self.issued(g, rank), -len(g.ranks)), default=None)
 
     def pipeline_peers(self, rank: int) -> set[int]:

@@ -20,8 +20,8 @@ import pandas as pd
 
 from .. import schema as s
 from ..model.groups import GroupIndex
+from ..opnames import is_exchange
 
-_EXCHANGE_OPS = ("all_to_all", "alltoall")
 _DIMS = re.compile(r"\[([\d,\s]*)\]")
 
 
@@ -60,14 +60,17 @@ def _per_category(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     return per[np.where(codes < 0, len(per) - 1, codes)]
 
 
-def find_imbalances(cells: pd.DataFrame, entries: pd.DataFrame, index: GroupIndex) -> list[Imbalance]:
-    """Exchanges (every member's entry in the buffer) whose totals over the group differ."""
+def find_imbalances(
+    cells: pd.DataFrame, entries: pd.DataFrame, index: GroupIndex, have_dump: set[int]
+) -> list[Imbalance]:
+    """Exchanges whose totals over the group differ, where every member (two or more) wrote a
+    dump and has the exchange in its buffer."""
     if cells.empty:
         return []
     ops = cells[s.OP].array  # categorical: each op name is tested once, not once per cell
     names = [str(c) for c in ops.categories]
-    is_exchange = np.array([any(x in n for x in _EXCHANGE_OPS) and "+" not in n for n in names] + [False])
-    mask = is_exchange[np.where(ops.codes < 0, len(names), ops.codes)]
+    exchange = np.array([is_exchange(n) and "+" not in n for n in names] + [False])
+    mask = exchange[np.where(ops.codes < 0, len(names), ops.codes)]
     if not mask.any():
         return []
     sel = cells.loc[mask, [s.PG_KEY, s.SEQ, s.RANK, s.OP, "row"]]
@@ -78,7 +81,8 @@ def find_imbalances(cells: pd.DataFrame, entries: pd.DataFrame, index: GroupInde
     found = []
     for (key, seq), part in sel.groupby([s.PG_KEY, s.SEQ], sort=True, observed=True):
         group = index.groups.get(str(key))
-        complete = group is not None and set(part[s.RANK].astype(int)) == set(group.ranks)
+        members = set() if group is None else set(group.ranks)
+        complete = len(members) >= 2 and members <= have_dump and set(part[s.RANK].astype(int)) == members
         if not complete or (part["sent"] < 0).any() or (part["received"] < 0).any():
             continue
         sent, received = int(part["sent"].sum()), int(part["received"].sum())

@@ -8,18 +8,20 @@ dumps cannot show are set aside (see :mod:`.consequences`).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
-from ..model.routine import departure
+from ..model.routine import Departure, Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
 from .findings import NEVER, Finding, Kind, Role
+from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
 
 
@@ -53,6 +55,13 @@ class _Waits:
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
+
+    @functools.cached_property
+    def routines(self) -> Routines:
+        return Routines(self.a, self.blocked_ranks)
+
+    def routine(self, rank: int) -> Routine | None:
+        return self.routines.routine(rank)
 
     def since(self, edges: list[WaitEdge]) -> int:
         return min((self.created.get((e.pg_key, e.waiter, e.seq), NEVER) for e in edges), default=NEVER)
@@ -108,18 +117,18 @@ def _extra(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
             continue
         peers = [p for p in w.a.groups.groups[b.pg_key].ranks if p != rank]
         if order.is_extra(rank, order.token(b.pg_key, b.seq), peers):
-            return Finding(
-                Kind.EXTRA,
-                Role.SUSPECT,
-                (rank,),
-                FailureClass.DESYNC,
-                b.pg_key,
-                b.seq,
-                b.op,
-                since=w.created.get((b.pg_key, rank, b.seq), NEVER),
-                detail={"call_site": w.site(b.pg_key, b.seq, rank)},
-            )
+            return extra_finding(w.a, rank, b.pg_key, b.seq, b.op, w.created.get((b.pg_key, rank, b.seq), NEVER))
     return None
+
+
+def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None, since: int) -> Finding:
+    """The finding for a rank that issued a collective no other rank issues."""
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
+    site = hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None
+    return Finding(
+        Kind.EXTRA, Role.SUSPECT, (rank,), FailureClass.DESYNC, pg_key, seq, op, since=since, detail={"call_site": site}
+    )
 
 
 def _straggler(w: _Waits, rank: int) -> Finding:
@@ -172,31 +181,81 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
 
 
 def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
-    """Members of a cycle whose pending collective is not what their own earlier steps issued
-    at that point, while other members' are: they added or skipped one."""
+    """Members of a cycle that left their routine where no other member, nor a rank of their
+    program, did (see :mod:`.routines`): they added or skipped a collective."""
     if len(comp) < 2:
         return []
-    found = {r: d for r in comp if (d := departure(w.a.cells, w.a.dumps.entries, w.a.families.family_of, r))}
-    if not found or len(found) == len(comp):
+    odd = {r: ds[0] for r in comp if (ds := w.routines.own_departures(r, comp))}
+    if not odd or len(odd) == len(comp):
         return []
-    return [
-        Finding(
-            Kind.DEPARTED,
-            Role.SUSPECT,
-            (r,),
-            FailureClass.DESYNC,
-            d.pg_key,
-            d.seq,
-            d.issued[1],
-            since=w.created.get((d.pg_key, r, d.seq), NEVER),
-            detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
-        )
-        for r, d in sorted(found.items())
-    ]
+    return [departed_finding(r, d, w.created.get((d.pg_key, r, d.seq), NEVER)) for r, d in sorted(odd.items())]
+
+
+def departed_finding(rank: int, d: Departure, since: int) -> Finding:
+    """The finding for a rank that left its routine at ``d``."""
+    return Finding(
+        Kind.DEPARTED,
+        Role.SUSPECT,
+        (rank,),
+        FailureClass.DESYNC,
+        d.pg_key,
+        d.seq,
+        d.issued[1],
+        since=since,
+        detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
+    )
+
+
+def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
+    """Members of a cycle held up by waits their own block does not explain, with those waits.
+
+    A member that issued the collective another member waits for it in behind its own
+    earliest pending op, or is blocked at an op earlier in its step than that collective,
+    has simply not got there: that wait follows from its block. A wait it does not explain
+    so (a send/recv it never posted, a collective it went past) makes it a cause.
+    """
+    inside = set(comp)
+    family_of = w.a.families.family_of
+    within: dict[tuple[int, str], bool | None] = {}
+    causes: dict[int, list[WaitEdge]] = {}
+    for e in w.graph.edges:
+        if e.waiter not in inside or e.blocker not in inside:
+            continue
+        if e.reason in (WaitReason.QUEUED, WaitReason.BEHIND):
+            continue  # the blocker issued it (or an earlier seq) behind its own head: its block explains it
+        if e.reason == WaitReason.NOT_ISSUED:
+            key = (e.blocker, e.pg_key)
+            if key not in within:
+                rt = w.routine(e.blocker)
+                within[key] = within_step(rt, (family_of.get(e.pg_key, e.pg_key), e.op or "")) if rt else None
+            if within[key] is not False:
+                continue  # explained, or the history cannot tell: no cause on this wait's strength
+        causes.setdefault(e.blocker, []).append(e)
+    return causes
+
+
+def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge], comp: list[int]) -> Finding | None:
+    """A cause of a cycle: it went past a collective its peers wait for it in (desync), or
+    holds them up otherwise (a send/recv it never posted)."""
+    skipped = [e for e in edges if e.reason == WaitReason.NOT_ISSUED]
+    if not skipped:
+        return _waited_on(w, rank, comp)
+    found = _skipped(w, order, rank) or _extra(w, order, rank)
+    if found is not None:
+        return found
+    e = min(skipped, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
+    waiters = w.waiters_at(rank, e.pg_key, e.seq)
+    return Finding(
+        Kind.WENT_PAST, Role.SUSPECT, (rank,), FailureClass.DESYNC, e.pg_key, e.seq, e.op, waiters, w.since([e])
+    )
 
 
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
+    causes = _unexplained(w, comp) if len(comp) > 1 else {}
+    if causes and len(causes) < len(comp):
+        found = [_went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())]
+        return [f for f in found if f is not None], []
     # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
     departed = _departed(w, comp)
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]

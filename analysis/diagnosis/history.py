@@ -15,6 +15,7 @@ from collections import Counter
 import pandas as pd
 
 from .. import schema as s
+from ..opnames import is_exchange
 
 MAX_PERIOD = 256
 """Longest step, in seqs of one group, looked for."""
@@ -25,8 +26,10 @@ def _agreed_rows(group_cells: pd.DataFrame, before: int) -> pd.DataFrame:
     earlier = group_cells.loc[group_cells[s.SEQ] < before]
     cols = [s.SEQ, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE]
     text = earlier[cols].astype(str)
+    text.loc[text[s.OP].map(is_exchange), s.INPUT_SIZES] = ""  # ranks of an exchange send uneven amounts
     distinct = text.drop_duplicates()
     single = distinct.groupby(s.SEQ).filter(lambda part: len(part) == 1)
+    single = single.assign(**{s.SEQ: single[s.SEQ].astype(int)})
     return single.sort_values(s.SEQ).reset_index(drop=True)
 
 
@@ -51,7 +54,8 @@ def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: s
     if not contiguous or contiguous != list(range(contiguous[0], seq)):
         return []
     recent = agreed.loc[agreed[s.SEQ].astype(int) >= contiguous[0], [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]]
-    values = [tuple(r) for r in recent.itertuples(index=False)]
+    # an exchange's sizes change every step: only its op and dtypes repeat
+    values = [(op, "" if is_exchange(op) else sz, dt) for op, sz, dt in recent.itertuples(index=False)]
     p = _period(values)
     return [] if p is None else [q for q in range(seq - p, contiguous[0] - 1, -p)]
 

@@ -120,28 +120,57 @@ def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
 
     A rank that skipped a collective issues at this seq what its peers issue at the next;
     one that added a collective issues at the next seq what its peers issued here. Only
-    where the group issues different things at the two seqs does a shift show.
+    where the others issue different things at the two seqs does a shift show. A tie that
+    nothing else decides is decided so too, when exactly one side is one collective off.
     """
-    if not m.decisive or m.failure_class not in (FailureClass.SIZE_MISMATCH, FailureClass.DTYPE_MISMATCH):
+    if m.failure_class not in (FailureClass.SIZE_MISMATCH, FailureClass.DTYPE_MISMATCH):
         return m
     near = cells.loc[(cells[s.PG_KEY] == m.pg_key).to_numpy() & cells[s.SEQ].between(m.seq, m.seq + 1).to_numpy()]
     entry = {
         (int(r), int(q)): tuple(map(str, v)) for r, q, *v in near[[s.RANK, s.SEQ, *_WHOLE]].itertuples(index=False)
     }
-    odd = set(m.odd_ranks)
+    if m.decisive:
+        shift = _shift_of(entry, set(m.odd_ranks), m.seq)
+        return replace(m, failure_class=FailureClass.DESYNC, shift=shift) if shift else m
+    at_seq = {r: v for (r, q), v in entry.items() if q == m.seq}
+    sides: dict[tuple[str, ...], set[int]] = {}
+    for r, v in at_seq.items():
+        sides.setdefault(v, set()).add(r)
+    if len(sides) != 2:
+        return m
+    shifted = {frozenset(side): shift for side in sides.values() if (shift := _shift_of(entry, side, m.seq))}
+    if len(shifted) != 1:
+        return m
+    ((side, shift),) = shifted.items()
+    odd = tuple(sorted(side))
+    expected = next(str(m.found[r]) for r in m.found if r not in side)
+    found = {r: m.found[r] for r in odd}
+    return replace(
+        m,
+        failure_class=FailureClass.DESYNC,
+        shift=shift,
+        odd_ranks=odd,
+        expected=expected,
+        found=found,
+        decided_by="shift",
+    )
+
+
+def _shift_of(entry: dict[tuple[int, int], tuple[str, ...]], odd: set[int], seq: int) -> int:
+    """+1 or -1 where the ``odd`` ranks are one collective off the other ranks at ``seq``, else 0."""
 
     def usual(q: int) -> tuple[str, ...] | None:
         votes = Counter(v for (r, qq), v in entry.items() if qq == q and r not in odd)
         return votes.most_common(1)[0][0] if votes else None
 
-    here, after = usual(m.seq), usual(m.seq + 1)
+    here, after = usual(seq), usual(seq + 1)
     if here is None or after is None or here == after:
-        return m  # the group issues the same thing twice in a row: a shift would not show
-    for shift, mine_at, theirs in ((1, m.seq, after), (-1, m.seq + 1, here)):
-        mine = [entry.get((r, mine_at)) for r in m.odd_ranks]
-        if theirs is not None and all(v == theirs for v in mine):
-            return replace(m, failure_class=FailureClass.DESYNC, shift=shift)
-    return m
+        return 0  # the others issue the same thing twice in a row: a shift would not show
+    for shift, mine_at, theirs in ((1, seq, after), (-1, seq + 1, here)):
+        mine = [entry.get((r, mine_at)) for r in odd]
+        if all(v == theirs for v in mine):
+            return shift
+    return 0
 
 
 def _odd_ones(

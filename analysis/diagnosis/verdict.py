@@ -17,6 +17,7 @@ from ..types import AttributionState, FailureClass, Verdict
 from .analysis import Analysis
 from .findings import Finding, Kind, Role
 from .hang import explain_hang
+from .lone import lone_departures
 from .mismatch import Mismatch
 from .waitfor import reaches
 
@@ -115,11 +116,24 @@ def _weigh_exchanges(a: Analysis, draft: _Draft) -> None:
         draft.add(replace(f, detail=detail), (imb.pg_key, imb.seq, imb.op))
 
 
-def _weigh_hang(a: Analysis, draft: _Draft, decisive: list[Mismatch]) -> tuple[frozenset[int], bool]:
+def _weigh_lone(a: Analysis, draft: _Draft, order: ProgramOrder) -> set[str]:
+    """Collectives only one rank issued, where it left its routine; returns their groups."""
+    if draft.classes:
+        return set()
+    lone = lone_departures(a, order)
+    for f in lone:
+        draft.add(f, (f.pg_key, f.seq, f.op))
+    return {f.pg_key for f in lone if f.pg_key is not None}
+
+
+def _weigh_hang(
+    a: Analysis, draft: _Draft, decisive: list[Mismatch], order: ProgramOrder, lone_groups: set[str]
+) -> tuple[frozenset[int], bool]:
     """The roots of the wait-for graph, explained; returns the ranks set aside and whether a cycle stayed."""
     members = {r for m in decisive for r in a.groups.groups[m.pg_key].ranks}
-    order = ProgramOrder(a.cells, a.dumps.entries, a.families.family_of)
-    hang = explain_hang(a, order, _mismatch_since(a, decisive), members if draft.classes else set())
+    members |= {r for k in lone_groups for r in a.groups.groups[k].ranks}
+    since = _mismatch_since(a, decisive) if decisive else None
+    hang = explain_hang(a, order, since, members if draft.classes else set())
     for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
         draft.add(f, (f.pg_key, f.seq, f.op) if f.pg_key is not None else None)
     for note in hang.notes:
@@ -167,7 +181,9 @@ def diagnose(a: Analysis) -> Diagnosis:
     draft = _Draft()
     decisive = _weigh_mismatches(a, draft)
     _weigh_exchanges(a, draft)
-    set_aside, unresolved = _weigh_hang(a, draft, decisive)
+    order = ProgramOrder(a.cells, a.dumps.entries, a.families.family_of)
+    lone_groups = _weigh_lone(a, draft, order)
+    set_aside, unresolved = _weigh_hang(a, draft, decisive, order, lone_groups)
     _weigh_stalled(a, draft)
     _weigh_missing_dumps(a, draft)
 

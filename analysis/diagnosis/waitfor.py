@@ -177,6 +177,9 @@ def _add_p2p_edges(
             continue
         posted[(key, str(op), g_src, g_dst)] += 1
         rows.append((key, int(rank), str(op), g_src, g_dst, int(p2p_seq) if not pd.isna(p2p_seq) else -1))
+    op_at = {
+        (rank, key, p2p_seq): (op, g_dst if op == "send" else g_src) for key, rank, op, g_src, g_dst, p2p_seq in rows
+    }
     used: Counter = Counter()
     for key, rank, op, g_src, g_dst, p2p_seq in rows:
         peer = g_dst if op == "send" else g_src
@@ -193,7 +196,7 @@ def _add_p2p_edges(
         elif used[k] < posted[k]:
             used[k] += 1
             head = heads.get(peer)
-            if head is not None and not (head[0] and head[1] == key):
+            if head is not None and op_at.get((peer, *head[1:]) if head[0] else None) != (opposite, rank):
                 graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.QUEUED, op))
         else:
             graph.edges.append(WaitEdge(rank, peer, key, p2p_seq, WaitReason.P2P_UNMATCHED, op))

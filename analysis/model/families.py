@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..opnames import is_exchange
 from ..tables.rowkeys import group_ids
 
 SIGNATURE_SEQS = 64
@@ -43,8 +44,12 @@ class Families:
 def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
     """(group key, seq, value) where every member issued the same op, sizes and dtypes."""
     value = np.zeros(len(cells), dtype=np.int64)
+    ops = cells[s.OP].array
+    exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
     for col in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES):
         codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
+        if col == s.INPUT_SIZES:
+            codes = np.where(exchange, 0, codes)  # an exchange's sizes change every step
         value = value * (int(codes.max(initial=0)) + 1) + codes
     gid = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
     n = int(gid.max()) + 1 if len(gid) else 0

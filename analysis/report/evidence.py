@@ -30,6 +30,7 @@ def _mismatch(f: Finding, where: str) -> str:
     basis = {
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
+        "shift": "the other side",
     }.get(f.detail["decided_by"], "the majority of the group")
     text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
     shift = f.detail.get("shift", 0)
@@ -64,12 +65,19 @@ def _extra(f: Finding, where: str) -> str:
     )
 
 
+def _went_past(f: Finding, where: str) -> str:
+    return (
+        f"Rank {f.rank} went on past seq {f.seq} ({f.op or 'collective'}) of {where} without issuing it: "
+        f"{ranks_text(f.waiters)} wait for it there, while rank {f.rank} waits further on in its own steps "
+        "(a skipped or added collective)."
+    )
+
+
 def _departed(f: Finding, where: str) -> str:
     return (
-        f"Rank {f.rank} waits in seq {f.seq} ({f.op or 'collective'}) of {where}, but after the same collectives "
-        f"its earlier steps issued {f.detail['expected_op']} of a {f.detail['expected_family'].split('#')[0]} "
-        f"group next, as its peers do: rank {f.rank} left its "
-        "routine here (an extra or a skipped collective)."
+        f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} where, after the same collectives, "
+        f"its earlier steps issued {f.detail['expected_op']} of a {f.detail['expected_family'].split('#')[0]} group, "
+        f"and its peers did not leave their routine: rank {f.rank} added or skipped a collective there."
     )
 
 
@@ -246,6 +254,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.SKIPPED: _skipped,
     Kind.EXTRA: _extra,
     Kind.DEPARTED: _departed,
+    Kind.WENT_PAST: _went_past,
     Kind.STRAGGLER: _straggler,
     Kind.NOT_ISSUED: _not_issued,
     Kind.NO_RECORD: _no_record,

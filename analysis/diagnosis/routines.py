@@ -1,0 +1,52 @@
+"""The ranks' routines, and the departures from them that no rank of the same program shares.
+
+A rank left its routine where it issued something else than its own earlier steps issued
+after the same ops. A departure that other ranks running the same program share (a first
+checkpoint barrier, a step that differs for everyone) is the program itself; a departure
+only this rank made is an added or a skipped collective.
+"""
+
+from __future__ import annotations
+
+from ..model.routine import Departure, Routine, departures, routine
+from .analysis import Analysis
+from .consequences import Steps
+
+SAME_PROGRAM_SAMPLE = 16
+"""Ranks of the same program whose routines a departure is checked against, at most."""
+
+
+class Routines:
+    """Each rank's routine (read once), and its departures checked against its program's peers."""
+
+    def __init__(self, a: Analysis, blocked_ranks: set[int]) -> None:
+        self.a = a
+        self.steps = Steps(a, blocked_ranks)
+        self._routines: dict[int, Routine | None] = {}
+        self._departures: dict[int, list[Departure]] = {}
+
+    def routine(self, rank: int) -> Routine | None:
+        if rank not in self._routines:
+            a = self.a
+            rows = a.rank_rows("entries", rank)
+            self._routines[rank] = routine(a.dumps.entries, rows, a.groups.key_of, a.families.family_of, rank)
+        return self._routines[rank]
+
+    def departures(self, rank: int) -> list[Departure]:
+        if rank not in self._departures:
+            rt = self.routine(rank)
+            self._departures[rank] = departures(rt) if rt else []
+        return self._departures[rank]
+
+    def same_program(self, rank: int) -> list[int]:
+        """A few other ranks that run ``rank``'s program (the same program families)."""
+        program = self.steps.program
+        mine = program.get(rank)
+        return [r for r in sorted(program) if r != rank and program[r] == mine][:SAME_PROGRAM_SAMPLE]
+
+    def own_departures(self, rank: int, also: list[int] = ()) -> list[Departure]:
+        """``rank``'s departures that neither ``also`` nor a few ranks of its program share, oldest first."""
+        shared = {
+            (d.expected, d.issued) for o in {*also, *self.same_program(rank)} - {rank} for d in self.departures(o)
+        }
+        return [d for d in self.departures(rank) if (d.expected, d.issued) not in shared]
