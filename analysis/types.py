@@ -43,6 +43,10 @@ class DumpFormatError(ValueError):
     """The file parsed, but it is not a Flight Recorder dump of a known shape."""
 
 
+class LoadCancelled(Exception):
+    """A load stopped because its caller asked (the dashboard's cancel button)."""
+
+
 class InputError(ValueError):
     """Something the user gave (a hostfile, a folder to compare with) cannot be used; the
     message names it and says why."""

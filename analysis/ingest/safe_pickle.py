@@ -28,6 +28,8 @@ import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
+from .process_limits import may_set_process_limits
+
 try:
     import resource
 except ImportError:  # not on Windows: loads run without the cap
@@ -92,9 +94,11 @@ def address_space_cap(extra_bytes: int) -> Iterator[None]:
     Best effort: where the size cannot be read (no /proc) or a tighter limit is already
     set, nothing changes. The previous limit comes back on exit. The limit is per process:
     other threads share it for the milliseconds a load lasts, with ``extra_bytes`` (at
-    least 1 GiB) of room, and capped loads take turns.
+    least 1 GiB) of room, and capped loads take turns. Where other threads share the
+    process (a server), nothing changes either (see ``process_limits``): the files are
+    read in worker processes there.
     """
-    if resource is None:
+    if resource is None or not may_set_process_limits():
         yield
         return
     with _CAP_LOCK:
@@ -136,7 +140,12 @@ def collector_paused() -> Iterator[None]:
 
     A dump is some 100,000 container objects: with the collector running, each young
     collection while they are alive walks them again, which costs as much as the load.
+    Where other threads share the process, the collector is left running (see
+    ``process_limits``).
     """
+    if not may_set_process_limits():
+        yield
+        return
     was_enabled = gc.isenabled()
     gc.disable()
     try:

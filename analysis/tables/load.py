@@ -1,21 +1,18 @@
-"""Load every rank's dump: a map over files (process pool), then one concatenation.
+"""Load every rank's dump: a map over files (see ``mapstep``), then one concatenation.
 
-The map step is :func:`load_one` (file -> per-file Arrow tables or a FileError); the
-reduce step is :func:`combine`. Both are plain functions of their inputs, so the map
-can run in this process, in a local pool, or on a cluster engine that ships the
-per-file tables back (see README, "Beyond one machine").
+The map step is :func:`load_one` (file -> per-file Arrow tables or a FileError), run by
+an engine over batches; the reduce step is :func:`combine`. Both are plain functions of
+their inputs, so the map can run in this process, in local worker processes, or on a
+Dask cluster that ships the per-file tables back (see README, "Beyond one machine").
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import multiprocessing
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -24,34 +21,15 @@ import pyarrow.parquet as pq
 
 from .. import schema as s
 from ..ingest.discover import discover
-from ..ingest.read import read_dump
+from ..ingest.process_limits import may_set_process_limits
 from ..ingest.safe_pickle import collector_paused
-from ..types import DEFAULT_LIMITS, DumpFile, DumpReadError, DumpSet, FileError, FileTables, Limits
+from ..types import DEFAULT_LIMITS, DumpFile, DumpSet, FileError, FileTables, Limits
 from . import cache
-from .combine import TablesBuilder, combine_tables, merge_parts, return_freed_memory, with_columns_of
+from .combine import TablesBuilder, combine_tables, return_freed_memory, with_columns_of
+from .mapstep import BatchResult, Inline, MapEngine, file_size, load_batch, load_one, plan_batches
+from .pool import WorkerPool
 
-
-def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | FileError:
-    """Map step: one file to its tables, or to an error naming the file and the reason."""
-    try:
-        with collector_paused():  # the dump's objects live until parsed: see collector_paused
-            return read_dump(item.path, item.rank, limits)
-    except DumpReadError as exc:
-        return FileError(item.path, str(exc))
-    except MemoryError:
-        return FileError(item.path, "ran out of memory while reading")
-    except Exception as exc:  # noqa: BLE001 - a defect must not sink the whole job's analysis
-        return FileError(item.path, f"unexpected error: {type(exc).__name__}: {exc}"[:300])
-
-
-def load_batch(items: Sequence[DumpFile], limits: Limits = DEFAULT_LIMITS) -> tuple[FileTables | None, list[FileError]]:
-    """Map step over a batch of files: their tables merged into one part, and the errors."""
-    parts: list[FileTables] = []
-    errors: list[FileError] = []
-    for item in items:
-        result = load_one(item, limits)
-        (errors if isinstance(result, FileError) else parts).append(result)
-    return (merge_parts(parts) if parts else None), errors
+__all__ = ["choose_engine", "combine", "combine_results", "load", "load_batch", "load_one", "map_files"]
 
 
 def _to_pandas(table: pa.Table, keep_table: bool = False) -> pd.DataFrame:
@@ -151,20 +129,24 @@ def map_files(
     progress: bool = False,
     limits: Limits | None = None,
     builder: TablesBuilder | None = None,
+    engine: MapEngine | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> tuple[list[FileTables], list[FileError]]:
-    """Run the map step over ``files``, in a process pool when there is enough work.
+    """Run the map step over ``files`` with ``engine`` (default: see :func:`choose_engine`).
 
     Workers read batches of files and send one merged part per batch (see merge_parts).
     With ``builder``, each part is folded into it as it arrives and not returned (see
-    TablesBuilder); without, the parts are returned.
+    TablesBuilder); without, the parts are returned. ``on_progress(done, total)`` hears
+    of every batch done; setting ``cancel`` stops the load with LoadCancelled.
     """
-    loader = functools.partial(load_batch, limits=limits or Limits())
     workers = default_workers() if workers is None else workers
+    engine = engine or choose_engine(files, workers)
     bar = _Progress(len(files), progress)
     parts: list[FileTables] = []
     errors: list[FileError] = []
 
-    def collect(result: tuple[FileTables | None, list[FileError]], count: int) -> None:
+    def collect(batch: Sequence[DumpFile], result: BatchResult) -> None:
         part, problems = result
         errors.extend(problems)
         if part is not None:
@@ -172,52 +154,27 @@ def map_files(
                 builder.add(part)
             else:
                 parts.append(part)
-        bar.step(count)
+        bar.step(len(batch))
+        if on_progress is not None:
+            on_progress(bar.done, len(files))
 
-    total_bytes = sum(_size(f.path) for f in files)
-    if workers <= 1 or len(files) < 8 or total_bytes < 8 << 20:
-        for f in files:
-            collect(loader([f]), 1)
-    else:
-        size = max(1, min(_MAX_BATCH, len(files) // (workers * 8)))
-        batches = [files[i : i + size] for i in range(0, len(files), size)]
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        # the collector is paused: the folded-in columns are many objects, none in a cycle
-        with multiprocessing.get_context(method).Pool(workers) as pool, collector_paused(), _prompt_thread_switches():
-            for batch, result in zip(batches, pool.imap(loader, batches)):
-                collect(result, len(batch))
+    # the collector is paused (where this process may): the folded-in columns are many
+    # objects, none in a cycle
+    with collector_paused():
+        engine.run(plan_batches(files, workers), limits or Limits(), collect, cancel)
     return parts, errors
 
 
-@contextlib.contextmanager
-def _prompt_thread_switches() -> Iterator[None]:
-    """Let the pool's result thread take the GIL soon while this thread folds parts in.
-
-    With the default 5 ms switch interval the result thread waits behind each fold, the
-    workers block on a full result pipe, and at 16k ranks the map took 41 s instead of
-    33 s; at 0.2 ms it takes 34 s.
-    """
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.0002)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
-
-
-_MAX_BATCH = 32
-"""Files per map task: enough that the parent's work per part is small beside the
-workers', few enough that the last tasks finish together and a part stays small."""
+def choose_engine(files: Sequence[DumpFile], workers: int) -> MapEngine:
+    """This thread for a small set in a process that may set its own limits; else worker
+    processes (always in a process with other threads: see ``process_limits``)."""
+    small = workers <= 1 or len(files) < 8 or sum(file_size(f.path) for f in files) < 8 << 20
+    if small and may_set_process_limits():
+        return Inline()
+    return WorkerPool(workers)
 
 
 FileFilter = Callable[[list[DumpFile]], tuple[list[DumpFile], list[FileError]]]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def load(
@@ -228,12 +185,16 @@ def load(
     limits: Limits | None = None,
     use_cache: bool = True,
     file_filter: FileFilter | None = None,
+    engine: MapEngine | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> DumpSet:
     """Find, read and combine every dump under ``path``.
 
     With ``use_cache`` an unchanged dump set is reopened from a Parquet cache.
     ``file_filter`` sees the discovered files before any is opened and returns those to
     read plus errors for the rest (the dashboard confines reads to allowed folders).
+    ``engine``, ``on_progress`` and ``cancel``: see :func:`map_files`.
     """
     files, discover_errors = discover(path, pattern)
     if file_filter is not None:
@@ -252,7 +213,9 @@ def load(
     if key and (hit := cache.read_cached(key)):
         return to_dumpset(*hit)
     builder = TablesBuilder()
-    _, read_errors = map_files(files, workers=workers, progress=progress, limits=limits, builder=builder)
+    _, read_errors = map_files(
+        files, workers, progress, limits, builder, engine=engine, on_progress=on_progress, cancel=cancel
+    )
     errors = [*discover_errors, *read_errors]
     tables = builder.finish()
     if key and sum(t.nbytes for t in tables.values()) <= _CACHE_IN_BACKGROUND_BYTES:

@@ -1,0 +1,96 @@
+"""The map step's contract: batches of files in, one result per batch out, by any engine.
+
+An engine runs :func:`load_batch` (files -> one merged part and the files' errors) over
+batches and hands each result to ``on_result`` in the caller's thread, as it arrives, in
+any order. Engines: :class:`Inline` (this thread), ``pool.WorkerPool`` (local worker
+processes), ``dask_engine.DaskEngine`` (a Dask cluster). Whatever happens to a worker,
+an engine reports every file of every batch exactly once, as tables or as an error.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from ..ingest.read import read_dump
+from ..ingest.safe_pickle import collector_paused
+from ..types import DEFAULT_LIMITS, DumpFile, DumpReadError, FileError, FileTables, Limits, LoadCancelled
+from .combine import merge_parts
+
+BatchResult = tuple[FileTables | None, list[FileError]]
+"""One batch's files merged into one part (None when none could be read), and the errors."""
+
+OnResult = Callable[[Sequence[DumpFile], BatchResult], None]
+
+
+class MapEngine(Protocol):
+    """Runs the map step; returns when every batch is reported, raises LoadCancelled when
+    ``cancel`` is set first."""
+
+    def run(
+        self,
+        batches: Sequence[Sequence[DumpFile]],
+        limits: Limits,
+        on_result: OnResult,
+        cancel: threading.Event | None = None,
+    ) -> None: ...
+
+
+def load_one(item: DumpFile, limits: Limits = DEFAULT_LIMITS) -> FileTables | FileError:
+    """Map step: one file to its tables, or to an error naming the file and the reason."""
+    try:
+        with collector_paused():  # the dump's objects live until parsed: see collector_paused
+            return read_dump(item.path, item.rank, limits)
+    except DumpReadError as exc:
+        return FileError(item.path, str(exc))
+    except MemoryError:
+        return FileError(item.path, "ran out of memory while reading")
+    except Exception as exc:  # noqa: BLE001 - a defect must not sink the whole job's analysis
+        return FileError(item.path, f"unexpected error: {type(exc).__name__}: {exc}"[:300])
+
+
+def load_batch(items: Sequence[DumpFile], limits: Limits = DEFAULT_LIMITS) -> BatchResult:
+    """Map step over a batch of files: their tables merged into one part, and the errors."""
+    parts: list[FileTables] = []
+    errors: list[FileError] = []
+    for item in items:
+        result = load_one(item, limits)
+        (errors if isinstance(result, FileError) else parts).append(result)
+    return (merge_parts(parts) if parts else None), errors
+
+
+class Inline:
+    """The map step in the caller's thread: for small sets, where a pool costs more than it saves."""
+
+    def run(
+        self,
+        batches: Sequence[Sequence[DumpFile]],
+        limits: Limits,
+        on_result: OnResult,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        for batch in batches:
+            for item in batch:
+                if cancel is not None and cancel.is_set():
+                    raise LoadCancelled("the load was cancelled")
+                on_result([item], load_batch([item], limits))
+
+
+MAX_BATCH = 32
+"""Files per map task: enough that the parent's work per part is small beside the
+workers', few enough that the last tasks finish together and a part stays small."""
+
+
+def plan_batches(files: Sequence[DumpFile], workers: int) -> list[Sequence[DumpFile]]:
+    """Consecutive files in batches, about eight per worker, at most MAX_BATCH files each."""
+    size = max(1, min(MAX_BATCH, len(files) // (max(workers, 1) * 8)))
+    return [files[i : i + size] for i in range(0, len(files), size)]
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -1,0 +1,222 @@
+"""Local worker processes for the map step: a dead or stuck worker costs its files, never the load.
+
+Each worker is a process started by ``forkserver`` (a clean, single-threaded server
+that has already imported the reader), so it is safe to start from a process with many
+threads, and it reads one batch at a time over its own pipe. The parent therefore
+always knows which batch a worker holds: when the worker dies (its pipe closes, its
+process ends) or overruns the batch's deadline (it is killed), that batch is tried once
+more, file by file, each in a fresh worker; a file that fails again becomes a
+:class:`FileError` and the load goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+
+from ..ingest.process_limits import mark_worker_process
+from ..types import DumpFile, FileError, Limits, LoadCancelled
+from .mapstep import BatchResult, OnResult, file_size, load_batch
+
+Loader = Callable[[Sequence[DumpFile], Limits], BatchResult]
+
+DEADLINE_BASE_S = 60.0
+"""Every batch gets this long, whatever its size: a busy machine's scheduling and start-up."""
+DEADLINE_BYTES_PER_S = 1 << 20
+"""...plus one second per MiB: real dumps read at 50 MiB/s or more, on a loaded machine too."""
+_POLL_S = 0.2
+"""How often a wait looks at the cancel flag and the deadlines."""
+
+
+def _start_method() -> str:
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    context = multiprocessing.get_context(_start_method())
+    if _start_method() == "forkserver":
+        # the server imports the reader once; each worker is a fork of it, ready at once
+        context.set_forkserver_preload(["analysis.tables.pool"])
+    return context
+
+
+def _serve(conn: Connection, loader: Loader, limits: Limits) -> None:
+    """A worker's life: read batches until told to stop or the parent goes away."""
+    mark_worker_process()
+    while True:
+        try:
+            batch = conn.recv()
+        except (EOFError, OSError):
+            return
+        if batch is None:
+            return
+        conn.send(loader(batch, limits))
+
+
+@dataclass
+class _Task:
+    index: int
+    files: Sequence[DumpFile]
+    deadline_s: float
+    retry: bool = False
+
+
+@dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    task: _Task | None = None
+    started: float = 0.0
+
+    def overdue(self, now: float) -> bool:
+        return self.task is not None and now - self.started > self.task.deadline_s
+
+    def stop(self, kill: bool) -> None:
+        if not kill:
+            try:
+                self.conn.send(None)
+            except OSError:
+                kill = True
+        if kill and self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=None if kill else 2.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+@dataclass
+class _InOrder:
+    """Hands results on in the batches' order, whatever order they arrive in, so every
+    engine builds the same tables."""
+
+    on_result: OnResult
+    waiting: dict[int, list[tuple[int, Sequence[DumpFile], BatchResult]]] = field(default_factory=dict)
+    open_files: dict[int, int] = field(default_factory=dict)
+    next_index: int = 0
+
+    def expect(self, index: int, files: int) -> None:
+        self.open_files[index] = files
+
+    def add(self, task: _Task, result: BatchResult, position: int = 0) -> None:
+        self.waiting.setdefault(task.index, []).append((position, task.files, result))
+        self.open_files[task.index] -= len(task.files)
+        while self.open_files.get(self.next_index) == 0:
+            for _, files, part in sorted(self.waiting.pop(self.next_index, []), key=lambda r: r[0]):
+                self.on_result(files, part)
+            del self.open_files[self.next_index]
+            self.next_index += 1
+
+
+class WorkerPool:
+    """The map step in up to ``workers`` local processes (see the module docstring)."""
+
+    def __init__(
+        self,
+        workers: int,
+        loader: Loader = load_batch,
+        deadline_base_s: float = DEADLINE_BASE_S,
+        deadline_bytes_per_s: float = DEADLINE_BYTES_PER_S,
+    ) -> None:
+        self.size = max(1, workers)
+        self.loader = loader
+        self.deadline_base_s = deadline_base_s
+        self.deadline_bytes_per_s = deadline_bytes_per_s
+
+    def deadline_s(self, files: Sequence[DumpFile]) -> float:
+        """How long a worker may take over ``files`` before it is taken for stuck."""
+        return self.deadline_base_s + sum(file_size(f.path) for f in files) / self.deadline_bytes_per_s
+
+    def run(
+        self,
+        batches: Sequence[Sequence[DumpFile]],
+        limits: Limits,
+        on_result: OnResult,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        order = _InOrder(on_result)
+        queue: deque[_Task] = deque()
+        for index, files in enumerate(batches):
+            order.expect(index, len(files))
+            queue.append(_Task(index, files, self.deadline_s(files)))
+        positions: dict[int, int] = {}  # a retried file's place within its batch
+        context = _context()
+        workers: list[_Worker] = []
+
+        def start() -> _Worker:
+            parent_end, child_end = context.Pipe()
+            process = context.Process(
+                target=_serve, args=(child_end, self.loader, limits), name="flightdeck-map-worker", daemon=True
+            )
+            process.start()
+            child_end.close()
+            worker = _Worker(process, parent_end)
+            workers.append(worker)
+            return worker
+
+        def lost(worker: _Worker, why: str) -> None:
+            """The worker is gone with its task: retry the files one by one, or report them."""
+            task = worker.task
+            assert task is not None
+            workers.remove(worker)
+            worker.stop(kill=True)
+            if task.retry:
+                errors = [FileError(f.path, f"its reader {why}, also when retried alone") for f in task.files]
+                order.add(task, (None, errors), positions.get(id(task), 0))
+                return
+            for position, item in enumerate(task.files):
+                single = _Task(task.index, [item], self.deadline_s([item]), retry=True)
+                positions[id(single)] = position
+                queue.appendleft(single)
+
+        try:
+            while queue or any(w.task for w in workers):
+                if cancel is not None and cancel.is_set():
+                    raise LoadCancelled("the load was cancelled")
+                while queue:
+                    idle = next((w for w in workers if w.task is None), None)
+                    if idle is None and len(workers) >= self.size:
+                        break
+                    worker = idle or start()
+                    task = queue.popleft()
+                    try:
+                        worker.conn.send(task.files)
+                    except OSError:  # it died while idle: not this task's doing
+                        queue.appendleft(task)
+                        workers.remove(worker)
+                        worker.stop(kill=True)
+                        continue
+                    worker.task, worker.started = task, time.monotonic()
+                busy = [w for w in workers if w.task is not None]
+                now = time.monotonic()
+                timeout = min([_POLL_S, *(w.started + w.task.deadline_s - now for w in busy if w.task)])
+                ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(timeout, 0.0)))
+                now = time.monotonic()
+                for worker in busy:
+                    task = worker.task
+                    assert task is not None
+                    if worker.conn in ready:
+                        try:
+                            result = worker.conn.recv()
+                        except (EOFError, OSError):
+                            lost(worker, f"process died (exit code {worker.process.exitcode})")
+                            continue
+                        worker.task = None
+                        order.add(task, result, positions.pop(id(task), 0))
+                    elif worker.process.sentinel in ready:
+                        worker.process.join(timeout=1.0)
+                        lost(worker, f"process died (exit code {worker.process.exitcode})")
+                    elif worker.overdue(now):
+                        lost(worker, f"took longer than its deadline of {task.deadline_s:.0f} s")
+        except BaseException:
+            for worker in workers:
+                worker.stop(kill=True)
+            raise
+        for worker in workers:
+            worker.stop(kill=False)
