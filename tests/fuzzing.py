@@ -29,6 +29,7 @@ import orjson
 
 from analysis import analyze, analyze_dumps
 from analysis.ingest.parse import parse_dump
+from analysis.ingest.process_limits import mark_worker_process
 from analysis.ingest.read import read_raw
 from analysis.tables.load import combine
 from analysis.types import DumpFormatError, DumpReadError, FileError, Limits
@@ -487,6 +488,7 @@ def _check(report: Any, good: list[int], ranks: list[int]) -> str | None:
 
 
 def _worker(seed: int, workdir: str, gloo_dir: str | None, file_share: float, conn: Any) -> None:
+    mark_worker_process()  # this process only reads dumps: the address-space cap is its own
     fuzzer = Fuzzer(seed, workdir, gloo_dir, file_share)
     conn.send(("ready", None))
     while True:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -167,9 +168,10 @@ def map_files(
 
 def choose_engine(files: Sequence[DumpFile], workers: int) -> MapEngine:
     """This thread for a small set in a process that may set its own limits; else worker
-    processes (always in a process with other threads: see ``process_limits``)."""
+    processes (always in a process with other threads: see ``process_limits``). A daemonic
+    process may not start children, so it reads in this thread whatever the size."""
     small = workers <= 1 or len(files) < 8 or sum(file_size(f.path) for f in files) < 8 << 20
-    if small and may_set_process_limits():
+    if (small and may_set_process_limits()) or multiprocessing.current_process().daemon:
         return Inline()
     return WorkerPool(workers)
 

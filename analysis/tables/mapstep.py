@@ -1,8 +1,8 @@
 """The map step's contract: batches of files in, one result per batch out, by any engine.
 
 An engine runs :func:`load_batch` (files -> one merged part and the files' errors) over
-batches and hands each result to ``on_result`` in the caller's thread, as it arrives, in
-any order. Engines: :class:`Inline` (this thread), ``pool.WorkerPool`` (local worker
+batches and hands each result to ``on_result`` in the caller's thread, in the batches'
+order (so every engine builds the same tables). Engines: :class:`Inline` (this thread), ``pool.WorkerPool`` (local worker
 processes), ``dask_engine.DaskEngine`` (a Dask cluster). Whatever happens to a worker,
 an engine reports every file of every batch exactly once, as tables or as an error.
 """
