@@ -76,6 +76,11 @@ class _Worker:
     def overdue(self, now: float) -> bool:
         return self.task is not None and now - self.started > self.task.deadline_s
 
+    def died(self) -> str:
+        """Why the worker is gone, once its end is known (its pipe may close first)."""
+        self.process.join(timeout=1.0)
+        return f"process died (exit code {self.process.exitcode})"
+
     def stop(self, kill: bool) -> None:
         if not kill:
             try:
@@ -205,13 +210,12 @@ class WorkerPool:
                         try:
                             result = worker.conn.recv()
                         except (EOFError, OSError):
-                            lost(worker, f"process died (exit code {worker.process.exitcode})")
+                            lost(worker, worker.died())
                             continue
                         worker.task = None
                         order.add(task, result, positions.pop(id(task), 0))
                     elif worker.process.sentinel in ready:
-                        worker.process.join(timeout=1.0)
-                        lost(worker, f"process died (exit code {worker.process.exitcode})")
+                        lost(worker, worker.died())
                     elif worker.overdue(now):
                         lost(worker, f"took longer than its deadline of {task.deadline_s:.0f} s")
         except BaseException:
