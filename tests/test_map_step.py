@@ -19,11 +19,10 @@ from map_loaders import misbehaving
 
 from analysis.tables.load import choose_engine, load
 from analysis.tables.mapstep import Inline
-from analysis.tables.pool import WorkerPool
+from analysis.tables.pool import WORKER_NAME, WorkerPool
 from analysis.types import LoadCancelled
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_dumps" / "large_32_stuck"
-WORKER_NAME = "flightdeck-map-worker"
 
 
 @pytest.fixture

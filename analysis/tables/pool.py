@@ -29,6 +29,7 @@ DEADLINE_BASE_S = 60.0
 """Every batch gets this long, whatever its size: a busy machine's scheduling and start-up."""
 DEADLINE_BYTES_PER_S = 1 << 20
 """...plus one second per MiB: real dumps read at 50 MiB/s or more, on a loaded machine too."""
+WORKER_NAME = "flightdeck-map-worker"
 _POLL_S = 0.2
 """How often a wait looks at the cancel flag and the deadlines."""
 
@@ -64,6 +65,8 @@ class _Task:
     files: Sequence[DumpFile]
     deadline_s: float
     retry: bool = False
+    position: int = 0
+    """Where a retried file stood in its batch, so results keep the batch's order."""
 
 
 @dataclass
@@ -109,8 +112,8 @@ class _InOrder:
     def expect(self, index: int, files: int) -> None:
         self.open_files[index] = files
 
-    def add(self, task: _Task, result: BatchResult, position: int = 0) -> None:
-        self.waiting.setdefault(task.index, []).append((position, task.files, result))
+    def add(self, task: _Task, result: BatchResult) -> None:
+        self.waiting.setdefault(task.index, []).append((task.position, task.files, result))
         self.open_files[task.index] -= len(task.files)
         while self.open_files.get(self.next_index) == 0:
             for _, files, part in sorted(self.waiting.pop(self.next_index, []), key=lambda r: r[0]):
@@ -145,82 +148,97 @@ class WorkerPool:
         on_result: OnResult,
         cancel: threading.Event | None = None,
     ) -> None:
-        order = _InOrder(on_result)
-        queue: deque[_Task] = deque()
+        _Run(self, limits, _InOrder(on_result)).run(batches, cancel)
+
+
+class _Run:
+    """One map step on a :class:`WorkerPool`: the queue, the workers, their tasks."""
+
+    def __init__(self, pool: WorkerPool, limits: Limits, order: _InOrder) -> None:
+        self.pool, self.limits, self.order = pool, limits, order
+        self.queue: deque[_Task] = deque()
+        self.workers: list[_Worker] = []
+        self.context = _context()
+
+    def run(self, batches: Sequence[Sequence[DumpFile]], cancel: threading.Event | None) -> None:
         for index, files in enumerate(batches):
-            order.expect(index, len(files))
-            queue.append(_Task(index, files, self.deadline_s(files)))
-        positions: dict[int, int] = {}  # a retried file's place within its batch
-        context = _context()
-        workers: list[_Worker] = []
-
-        def start() -> _Worker:
-            parent_end, child_end = context.Pipe()
-            process = context.Process(
-                target=_serve, args=(child_end, self.loader, limits), name="flightdeck-map-worker", daemon=True
-            )
-            process.start()
-            child_end.close()
-            worker = _Worker(process, parent_end)
-            workers.append(worker)
-            return worker
-
-        def lost(worker: _Worker, why: str) -> None:
-            """The worker is gone with its task: retry the files one by one, or report them."""
-            task = worker.task
-            assert task is not None
-            workers.remove(worker)
-            worker.stop(kill=True)
-            if task.retry:
-                errors = [FileError(f.path, f"its reader {why}, also when retried alone") for f in task.files]
-                order.add(task, (None, errors), positions.get(id(task), 0))
-                return
-            for position, item in enumerate(task.files):
-                single = _Task(task.index, [item], self.deadline_s([item]), retry=True)
-                positions[id(single)] = position
-                queue.appendleft(single)
-
+            self.order.expect(index, len(files))
+            self.queue.append(_Task(index, files, self.pool.deadline_s(files)))
         try:
-            while queue or any(w.task for w in workers):
+            while self.queue or any(w.task for w in self.workers):
                 if cancel is not None and cancel.is_set():
                     raise LoadCancelled("the load was cancelled")
-                while queue:
-                    idle = next((w for w in workers if w.task is None), None)
-                    if idle is None and len(workers) >= self.size:
-                        break
-                    worker = idle or start()
-                    task = queue.popleft()
-                    try:
-                        worker.conn.send(task.files)
-                    except OSError:  # it died while idle: not this task's doing
-                        queue.appendleft(task)
-                        workers.remove(worker)
-                        worker.stop(kill=True)
-                        continue
-                    worker.task, worker.started = task, time.monotonic()
-                busy = [w for w in workers if w.task is not None]
-                now = time.monotonic()
-                timeout = min([_POLL_S, *(w.started + w.task.deadline_s - now for w in busy if w.task)])
-                ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(timeout, 0.0)))
-                now = time.monotonic()
-                for worker in busy:
-                    task = worker.task
-                    assert task is not None
-                    if worker.conn in ready:
-                        try:
-                            result = worker.conn.recv()
-                        except (EOFError, OSError):
-                            lost(worker, worker.died())
-                            continue
-                        worker.task = None
-                        order.add(task, result, positions.pop(id(task), 0))
-                    elif worker.process.sentinel in ready:
-                        lost(worker, worker.died())
-                    elif worker.overdue(now):
-                        lost(worker, f"took longer than its deadline of {task.deadline_s:.0f} s")
+                self.hand_out()
+                self.collect()
         except BaseException:
-            for worker in workers:
+            for worker in self.workers:
                 worker.stop(kill=True)
             raise
-        for worker in workers:
+        for worker in self.workers:
             worker.stop(kill=False)
+
+    def start(self) -> _Worker:
+        parent_end, child_end = self.context.Pipe()
+        process = self.context.Process(
+            target=_serve, args=(child_end, self.pool.loader, self.limits), name=WORKER_NAME, daemon=True
+        )
+        process.start()
+        child_end.close()
+        worker = _Worker(process, parent_end)
+        self.workers.append(worker)
+        return worker
+
+    def hand_out(self) -> None:
+        """Give queued tasks to idle workers, starting workers up to the pool's size."""
+        while self.queue:
+            idle = next((w for w in self.workers if w.task is None), None)
+            if idle is None and len(self.workers) >= self.pool.size:
+                return
+            worker = idle or self.start()
+            task = self.queue.popleft()
+            try:
+                worker.conn.send(task.files)
+            except OSError:  # it died while idle: not this task's doing
+                self.queue.appendleft(task)
+                self.workers.remove(worker)
+                worker.stop(kill=True)
+                continue
+            worker.task, worker.started = task, time.monotonic()
+
+    def collect(self) -> None:
+        """Wait a little for results, deaths and deadlines, and deal with each."""
+        busy = [w for w in self.workers if w.task is not None]
+        now = time.monotonic()
+        timeout = min([_POLL_S, *(w.started + w.task.deadline_s - now for w in busy if w.task)])
+        ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], max(timeout, 0.0)))
+        now = time.monotonic()
+        for worker in busy:
+            task = worker.task
+            assert task is not None
+            if worker.conn in ready:
+                try:
+                    result = worker.conn.recv()
+                except (EOFError, OSError):
+                    self.lost(worker, worker.died())
+                    continue
+                worker.task = None
+                self.order.add(task, result)
+            elif worker.process.sentinel in ready:
+                self.lost(worker, worker.died())
+            elif worker.overdue(now):
+                self.lost(worker, f"took longer than its deadline of {task.deadline_s:.0f} s")
+
+    def lost(self, worker: _Worker, why: str) -> None:
+        """The worker is gone with its task: retry the files one by one, or report them."""
+        task = worker.task
+        assert task is not None
+        self.workers.remove(worker)
+        worker.stop(kill=True)
+        if task.retry:
+            errors = [FileError(f.path, f"its reader {why}, also when retried alone") for f in task.files]
+            self.order.add(task, (None, errors))
+            return
+        for position, item in enumerate(task.files):
+            self.queue.appendleft(
+                _Task(task.index, [item], self.pool.deadline_s([item]), retry=True, position=task.position + position)
+            )
