@@ -102,28 +102,55 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     """Identify every process group and map each rank's names and pg_ids onto it."""
     index = GroupIndex()
     index.groups, index.key_of = _config_groups(dumps.configs)
-    entries = dumps.entries
+    names = _names_in_entries(dumps.entries, index)
+    _resolve_status_ids(dumps.status, index, names)
+    for name, ranks in names.inferred.items():
+        if name in index.groups:  # config lists the name but not these ranks: keep the config
+            for r in ranks:
+                index.key_of.setdefault((r, name), name)
+            continue
+        desc = names.desc_of.get(name, "")
+        index.groups[name] = ProcessGroup(name, name, desc, tuple(sorted(ranks)), Membership.INFERRED)
+        for r in ranks:
+            index.key_of[(r, name)] = name
+    p2p_names = set(map(str, dumps.entries.loc[flag(dumps.entries[s.IS_P2P]), s.PG_NAME].unique()))
+    for g in index.groups.values():
+        g.has_p2p = g.name in p2p_names
+        if not g.desc:  # some writers leave pg_config's desc empty; the entries carry it
+            g.desc = names.desc_of.get(g.name, "")
+    return index
 
-    # Names seen in entries: (rank, name, desc, pg_id), a few rows per rank.
+
+@dataclass
+class _EntryNames:
+    """What the entries say about groups: each rank's (pg_id -> name), each name's desc,
+    and the members of names that pg_config does not place."""
+
+    id_to_name: dict[tuple[int, str], str] = field(default_factory=dict)
+    desc_of: dict[str, str] = field(default_factory=dict)
+    inferred: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+
+
+def _names_in_entries(entries: pd.DataFrame, index: GroupIndex) -> _EntryNames:
+    """Names seen in entries: (rank, name, desc, pg_id), a few rows per rank."""
+    names = _EntryNames()
     seen = distinct(entries, [s.RANK, s.PG_NAME, s.PG_DESC, s.PG_ID])
-    p2p_names = set(map(str, entries.loc[flag(entries[s.IS_P2P]), s.PG_NAME].unique()))
-    inferred: dict[str, set[int]] = defaultdict(set)
-    desc_of: dict[str, str] = {}
-    id_to_name: dict[tuple[int, str], str] = {}
     for rank, name, desc, pg_id in seen.itertuples(index=False):
         rank, name = int(rank), str(name)
-        id_to_name[(rank, str(pg_id))] = name
-        desc_of.setdefault(name, str(desc))
+        names.id_to_name[(rank, str(pg_id))] = name
+        names.desc_of.setdefault(name, str(desc))
         if (rank, name) not in index.key_of:
             by_name = [g for g in index.groups.values() if g.name == name and rank in g.ranks]
             if len(by_name) == 1:
                 index.key_of[(rank, name)] = by_name[0].key
             else:
-                inferred[name].add(rank)
+                names.inferred[name].add(rank)
+    return names
 
-    # pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
-    # else through ranks with the same pg_id layout (Megatron-style SPMD creation order).
-    status = dumps.status
+
+def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNames) -> None:
+    """pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
+    else through ranks with the same pg_id layout (Megatron-style SPMD creation order)."""
     status_ranks = status[s.RANK].to_numpy(dtype=np.int64).tolist()
     status_ids = status[s.PG_ID].astype(str).tolist()
     ids_of_rank: dict[int, set[str]] = defaultdict(set)
@@ -131,19 +158,19 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
         ids_of_rank[rank].add(pg_id)
     layout = {rank: frozenset(ids) for rank, ids in ids_of_rank.items()}
     donor_desc: dict[tuple[frozenset[str], str], Counter] = defaultdict(Counter)
-    for (rank, pg_id), name in id_to_name.items():
+    for (rank, pg_id), name in names.id_to_name.items():
         if rank in layout:
-            donor_desc[(layout[rank], pg_id)][desc_of.get(name, "")] += 1
+            donor_desc[(layout[rank], pg_id)][names.desc_of.get(name, "")] += 1
     groups_with_desc: dict[tuple[int, str], list[str]] = defaultdict(list)
     for g in index.groups.values():
         for r in g.ranks:
             groups_with_desc[(r, g.desc)].append(g.key)
-    own_ids = {(rank, index.key_of.get((rank, name), name)) for (rank, _), name in id_to_name.items()}
+    own_ids = {(rank, index.key_of.get((rank, name), name)) for (rank, _), name in names.id_to_name.items()}
     for rank, pg_id in zip(status_ranks, status_ids):
-        name = id_to_name.get((rank, pg_id))
+        name = names.id_to_name.get((rank, pg_id))
         if name is not None:
             key = index.key_of.get((rank, name))
-            if key is None and name in inferred:
+            if key is None and name in names.inferred:
                 key = name
             if key is not None:
                 index.status_key_of[(rank, pg_id)] = key
@@ -156,17 +183,3 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
             # entries already name that group's id (only-active dumps leave few entries)
             if len(candidates) == 1 and (rank, candidates[0]) not in own_ids:
                 index.status_key_of[(rank, pg_id)] = candidates[0]
-
-    for name, ranks in inferred.items():
-        if name in index.groups:  # config lists the name but not these ranks: keep the config
-            for r in ranks:
-                index.key_of.setdefault((r, name), name)
-            continue
-        index.groups[name] = ProcessGroup(name, name, desc_of.get(name, ""), tuple(sorted(ranks)), Membership.INFERRED)
-        for r in ranks:
-            index.key_of[(r, name)] = name
-    for g in index.groups.values():
-        g.has_p2p = g.name in p2p_names
-        if not g.desc:  # some writers leave pg_config's desc empty; the entries carry it
-            g.desc = desc_of.get(g.name, "")
-    return index
