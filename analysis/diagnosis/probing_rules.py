@@ -98,59 +98,15 @@ def probing_view(rows: pd.DataFrame, seq_window: int = SEQ_WINDOW) -> dict[str, 
     w = w_all.loc[w_all["peer"].to_numpy() >= 0] if not w_all.empty else w_all
     if w.empty:
         return {"seq_window": seq_window, "rows_in_window": 0}
-    summary = (
-        w_all.groupby("rank", observed=True)
-        .agg(
-            proxy_ops=("rank", "size"),
-            total_gpu_wait_ns=("send_gpu_wait_ns", "sum"),
-            total_recv_wait_ns=("recv_wait_ns", "sum"),
-            total_send_wait_ns=("send_wait_ns", "sum"),
-            total_peer_wait_ns=("send_peer_wait_ns", "sum"),
-        )
-        .reset_index()
-        .sort_values("total_recv_wait_ns", ascending=False, kind="stable")
-    )
+    summary = _rank_wait_summary(w_all)
     keys = ["coll_func", *ROLES]
     send, recv = _edges(w, keys)
     topo = _attribute(send, recv, keys)
-    topo_cols = [
-        "receiver_rank",
-        "sender_rank",
-        "coll_func",
-        *ROLES,
-        "recv_wait_ns",
-        "peer_send_gpu_wait_ns",
-        "peer_send_peer_wait_ns",
-        "attributed_root_rank",
-        "attribution_class",
-        "recv_ops",
-    ]
-    topology = topo[topo_cols].rename(columns={"receiver_rank": "rank", "sender_rank": "peer"})
-    topology = topology.rename(columns={"recv_wait_ns": "victim_wait_ns", "recv_ops": "ops"})
-    culprits = send.loc[send["send_gpu_wait_ns"] > 0].sort_values("send_gpu_wait_ns", ascending=False, kind="stable")
-    culprits = culprits.rename(
-        columns={
-            "sender_rank": "rank",
-            "receiver_rank": "peer",
-            "send_gpu_wait_ns": "culprit_wait_ns",
-            "send_peer_wait_ns": "peer_congestion_ns",
-            "send_ops": "ops",
-        }
-    )[["rank", "peer", *keys, "culprit_wait_ns", "peer_congestion_ns", "ops"]]
+    topology = _topology(topo)
+    culprits = _culprits(send, keys)
     send2, recv2 = _edges(w, [])
     pairs = _attribute(send2, recv2, [])
-    root_summary = (
-        pairs.groupby("attributed_root_rank")
-        .agg(
-            total_attributed_recv_wait_ns=("recv_wait_ns", "sum"),
-            total_peer_send_gpu_wait_ns=("peer_send_gpu_wait_ns", "sum"),
-            edges=("recv_wait_ns", "size"),
-        )
-        .reset_index()
-        .rename(columns={"attributed_root_rank": "rank"})
-        .sort_values("total_attributed_recv_wait_ns", ascending=False, kind="stable")
-        .head(10)
-    )
+    root_summary = _root_summary(pairs)
     top_topology = topology.head(TOP["topology_attribution"])
     top_culprits = culprits.head(TOP["culprit_ranking"])
     return {
@@ -169,3 +125,67 @@ def probing_view(rows: pd.DataFrame, seq_window: int = SEQ_WINDOW) -> dict[str, 
         },
         "root_rank": int(root_summary["rank"].iloc[0]) if len(root_summary) else None,
     }
+
+
+def _rank_wait_summary(w_all: pd.DataFrame) -> pd.DataFrame:
+    summary = (
+        w_all.groupby("rank", observed=True)
+        .agg(
+            proxy_ops=("rank", "size"),
+            total_gpu_wait_ns=("send_gpu_wait_ns", "sum"),
+            total_recv_wait_ns=("recv_wait_ns", "sum"),
+            total_send_wait_ns=("send_wait_ns", "sum"),
+            total_peer_wait_ns=("send_peer_wait_ns", "sum"),
+        )
+        .reset_index()
+        .sort_values("total_recv_wait_ns", ascending=False, kind="stable")
+    )
+    return summary
+
+
+def _topology(topo: pd.DataFrame) -> pd.DataFrame:
+    topo_cols = [
+        "receiver_rank",
+        "sender_rank",
+        "coll_func",
+        *ROLES,
+        "recv_wait_ns",
+        "peer_send_gpu_wait_ns",
+        "peer_send_peer_wait_ns",
+        "attributed_root_rank",
+        "attribution_class",
+        "recv_ops",
+    ]
+    topology = topo[topo_cols].rename(columns={"receiver_rank": "rank", "sender_rank": "peer"})
+    topology = topology.rename(columns={"recv_wait_ns": "victim_wait_ns", "recv_ops": "ops"})
+    return topology
+
+
+def _culprits(send: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    culprits = send.loc[send["send_gpu_wait_ns"] > 0].sort_values("send_gpu_wait_ns", ascending=False, kind="stable")
+    culprits = culprits.rename(
+        columns={
+            "sender_rank": "rank",
+            "receiver_rank": "peer",
+            "send_gpu_wait_ns": "culprit_wait_ns",
+            "send_peer_wait_ns": "peer_congestion_ns",
+            "send_ops": "ops",
+        }
+    )[["rank", "peer", *keys, "culprit_wait_ns", "peer_congestion_ns", "ops"]]
+    return culprits
+
+
+def _root_summary(pairs: pd.DataFrame) -> pd.DataFrame:
+    root_summary = (
+        pairs.groupby("attributed_root_rank")
+        .agg(
+            total_attributed_recv_wait_ns=("recv_wait_ns", "sum"),
+            total_peer_send_gpu_wait_ns=("peer_send_gpu_wait_ns", "sum"),
+            edges=("recv_wait_ns", "size"),
+        )
+        .reset_index()
+        .rename(columns={"attributed_root_rank": "rank"})
+        .sort_values("total_attributed_recv_wait_ns", ascending=False, kind="stable")
+        .head(10)
+    )
+    return root_summary
