@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analysis.diagnosis.proxy_waits import ProxyWaits
 from analysis.diagnosis.proxy_walk import LINK
+from analysis.report.proxy import ProxyEvidence
 from analysis.report.words import compact_ranks
 from analysis.views import waits as views
 from analysis.views.figures.waits import chain_figure, matrix_figure
@@ -42,8 +44,19 @@ def render(loaded: data.Loaded) -> None:
             "folder beside the dumps."
         )
         return
+    _header(pe)
+    if not _matrix(pe.waits):
+        return
+    _chains(pe.waits)
+    st.markdown("**Findings**")
+    st.dataframe(views.findings_table(pe.waits), hide_index=True, width="stretch")
+    for title, table in views.rankings(pe.waits).items():
+        st.markdown(f"**{md_escape(title)}**")
+        st.dataframe(table, hide_index=True, width="stretch")
+
+
+def _header(pe: ProxyEvidence) -> None:
     pw = pe.waits
-    ss = st.session_state
     head = f"**Finding: {_WORDS.get(pw.finding, pw.finding)}**"
     if pw.culprit_ranks:
         head += f" · culprit ranks {compact_ranks(pw.culprit_ranks)}"
@@ -59,11 +72,15 @@ def render(loaded: data.Loaded) -> None:
         )
     )
 
+
+def _matrix(pw: ProxyWaits) -> bool:
+    """The rank x peer matrix and the clicked edge; False when no proxy op names a peer."""
+    ss = st.session_state
     metric = st.radio("Matrix", list(views.METRICS), horizontal=True, key=state.WAITS_METRIC)
     matrix = views.wait_matrix(pw, metric)
     if matrix is None:
         st.text("No edge: no proxy op names a peer.")
-        return
+        return False
     event = st.plotly_chart(
         matrix_figure(matrix, metric, ss.get(state.WAITS_EDGE)),
         key=state.WAITS_MATRIX,
@@ -78,35 +95,35 @@ def render(loaded: data.Loaded) -> None:
     edge = ss.get(state.WAITS_EDGE)
     if edge is None:
         st.caption("Click a cell to see that edge: its class, its root and the proxy-op rows behind it.")
-    else:
-        receiver, sender = edge
-        st.subheader(f"edge {sender} → {receiver}", anchor=False)
-        summary = views.edge_summary(pw, sender, receiver)
-        for comm, cls, root in summary[["communicator", "class", "root"]].itertuples(index=False):
-            st.markdown(md_escape(f"communicator {comm}: {cls}" + (f", wait began at {root}" if root else "")))
-        st.dataframe(summary, hide_index=True, width="stretch")
-        st.dataframe(views.edge_rows(pw, sender, receiver), hide_index=True, width="stretch", height=280)
+        return True
+    receiver, sender = edge
+    st.subheader(f"edge {sender} → {receiver}", anchor=False)
+    summary = views.edge_summary(pw, sender, receiver)
+    for comm, cls, root in summary[["communicator", "class", "root"]].itertuples(index=False):
+        st.markdown(md_escape(f"communicator {comm}: {cls}" + (f", wait began at {root}" if root else "")))
+    st.dataframe(summary, hide_index=True, width="stretch")
+    st.dataframe(views.edge_rows(pw, sender, receiver), hide_index=True, width="stretch", height=280)
+    return True
 
+
+def _chains(pw: ProxyWaits) -> None:
+    """The chain of waits from a finding's roots, for the finding picked."""
     named = [f for f in pw.findings if f.kind != "unresolved"]
-    if named:
-        labels = [
-            f"{_WORDS.get(f.kind, f.kind)} {('→' if f.kind == LINK else ', ').join(map(str, f.ranks))}"
-            + (" (cycle: a guess)" if f.ambiguous else "")
-            for f in named
-        ]
-        pick = st.selectbox(
-            "Chain of waits from", range(len(named)), format_func=lambda i: labels[i], key=state.WAITS_FINDING
-        )
-        f = named[pick]
-        edges = views.chain(pw, f)
-        roots = f.ranks if f.kind != LINK else (f.ranks[0],)
-        st.plotly_chart(
-            chain_figure(edges, roots, f"{labels[pick]}: {len(f.victims)} ranks waited"),
-            key=state.WAITS_CHAIN,
-            config={"displaylogo": False},
-        )
-    st.markdown("**Findings**")
-    st.dataframe(views.findings_table(pw), hide_index=True, width="stretch")
-    for title, table in views.rankings(pw).items():
-        st.markdown(f"**{md_escape(title)}**")
-        st.dataframe(table, hide_index=True, width="stretch")
+    if not named:
+        return
+    labels = [
+        f"{_WORDS.get(f.kind, f.kind)} {('→' if f.kind == LINK else ', ').join(map(str, f.ranks))}"
+        + (" (cycle: a guess)" if f.ambiguous else "")
+        for f in named
+    ]
+    pick = st.selectbox(
+        "Chain of waits from", range(len(named)), format_func=lambda i: labels[i], key=state.WAITS_FINDING
+    )
+    f = named[pick]
+    edges = views.chain(pw, f)
+    roots = f.ranks if f.kind != LINK else (f.ranks[0],)
+    st.plotly_chart(
+        chain_figure(edges, roots, f"{labels[pick]}: {len(f.victims)} ranks waited"),
+        key=state.WAITS_CHAIN,
+        config={"displaylogo": False},
+    )
