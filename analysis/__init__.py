@@ -15,16 +15,59 @@ layers below it:
 
 from __future__ import annotations
 
-from .api import analyze, analyze_proxy_ops
-from .diagnosis.analysis import Analysis
-from .ingest.discover import discover
-from .ingest.hosts import read_hostfile
-from .nvrx_compat import CollectiveAnalyzer
-from .report.build import analyze_dumps
-from .report.report import Report, Wavefront
-from .report.text import render_text
-from .tables.load import combine, combine_results, load, load_one, read_file_tables, write_file_tables
-from .types import AttributionState, DumpSet, FailureClass, FileError, HostMap, InputError, Limits, Verdict
+from typing import TYPE_CHECKING
+
+# The names below load on first use (PEP 562), so a worker process that imports only the
+# reader (``analysis.tables.pool``) does not pay for pandas and the diagnosis.
+_HOME = {
+    "analyze": "api",
+    "analyze_proxy_ops": "api",
+    "Analysis": "diagnosis.analysis",
+    "discover": "ingest.discover",
+    "read_hostfile": "ingest.hosts",
+    "CollectiveAnalyzer": "nvrx_compat",
+    "analyze_dumps": "report.build",
+    "Report": "report.report",
+    "Wavefront": "report.report",
+    "render_text": "report.text",
+    "combine": "tables.load",
+    "combine_results": "tables.load",
+    "load": "tables.load",
+    "load_one": "tables.load",
+    "read_file_tables": "tables.load",
+    "write_file_tables": "tables.load",
+    "AttributionState": "types",
+    "DumpSet": "types",
+    "FailureClass": "types",
+    "FileError": "types",
+    "HostMap": "types",
+    "InputError": "types",
+    "Limits": "types",
+    "Verdict": "types",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _HOME:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from .api import analyze, analyze_proxy_ops
+    from .diagnosis.analysis import Analysis
+    from .ingest.discover import discover
+    from .ingest.hosts import read_hostfile
+    from .nvrx_compat import CollectiveAnalyzer
+    from .report.build import analyze_dumps
+    from .report.report import Report, Wavefront
+    from .report.text import render_text
+    from .tables.load import combine, combine_results, load, load_one, read_file_tables, write_file_tables
+    from .types import AttributionState, DumpSet, FailureClass, FileError, HostMap, InputError, Limits, Verdict
 
 __all__ = [
     "Analysis",

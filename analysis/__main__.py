@@ -1,9 +1,12 @@
 import os
 import sys
 
-from .cli import main
-
 if __name__ == "__main__":  # a worker process started by spawn or forkserver imports this too
+    from .tables.worker_start import start_server_early
+
+    start_server_early()  # the workers' server imports the reader while this process does too
+    from .cli import main
+
     try:
         sys.exit(main())
     except BrokenPipeError:  # the reader went away (``| head``): not an error of ours

@@ -7,9 +7,12 @@ recv. A function of the name alone, so it is parsed once per distinct name.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # the readers parse names without pandas; only peer_ranks needs it
+    import pandas as pd
 
 _P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)$")
 
@@ -19,6 +22,8 @@ def peer_ranks(names: pd.Series) -> tuple[pd.Series, pd.Series]:
 
     A function of the name, so parsed once per distinct name instead of stored per row.
     """
+    import pandas as pd
+
     cat = names.astype("category").array
     parsed = [parse_op(str(x)) for x in cat.categories]
     out = []

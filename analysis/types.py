@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 
 from . import schema as s
+
+if TYPE_CHECKING:  # the reader's workers never need pandas
+    import pandas as pd
 
 # -- files ---------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection, wait
 from ..ingest.process_limits import mark_worker_process
 from ..types import DumpFile, FileError, Limits, LoadCancelled
 from .mapstep import BatchResult, OnResult, file_size, load_batch
+from .worker_start import worker_context
 
 Loader = Callable[[Sequence[DumpFile], Limits], BatchResult]
 
@@ -32,18 +33,6 @@ DEADLINE_BYTES_PER_S = 1 << 20
 WORKER_NAME = "flightdeck-map-worker"
 _POLL_S = 0.2
 """How often a wait looks at the cancel flag and the deadlines."""
-
-
-def _start_method() -> str:
-    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    context = multiprocessing.get_context(_start_method())
-    if _start_method() == "forkserver":
-        # the server imports the reader once; each worker is a fork of it, ready at once
-        context.set_forkserver_preload(["analysis.tables.pool"])
-    return context
 
 
 def _serve(conn: Connection, loader: Loader, limits: Limits) -> None:
@@ -158,7 +147,7 @@ class _Run:
         self.pool, self.limits, self.order = pool, limits, order
         self.queue: deque[_Task] = deque()
         self.workers: list[_Worker] = []
-        self.context = _context()
+        self.context = worker_context()
 
     def run(self, batches: Sequence[Sequence[DumpFile]], cancel: threading.Event | None) -> None:
         for index, files in enumerate(batches):
