@@ -3,13 +3,17 @@
 Everything is cached with ``st.cache_resource`` keyed on short strings (the folder and
 a fingerprint of its file names, sizes and mtimes), never on big objects, so a rerun
 after a click costs a dictionary lookup. Cached objects are shared: never mutate them.
+The analysis itself runs in a load job (``loadjob``) that the page polls; the job,
+kept in a registry here, holds the report.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +35,7 @@ from analysis.views.heatmap import HeatmapView, build_view, hover_labels, view_o
 from analysis.views.html import build_html
 
 from . import confine
+from .loadjob import JobRegistry, LoadJob
 from .proxy_source import proxy_key
 from .sources import fingerprint
 
@@ -47,51 +52,97 @@ class Loaded:
     seconds: float
 
 
-def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> DumpSet:
+def load_confined(
+    path: str,
+    roots: Sequence[str],
+    use_cache: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> DumpSet:
     """The library's ``load``, reading only files whose real location is under ``roots``.
 
     Every discovered file is checked (``confine.split_files``) before it is opened, so a
     symlink inside an allowed folder that points elsewhere becomes a per-file error.
     ``use_cache=False`` keeps the tables out of the on-disk Parquet cache (uploads).
+    ``on_progress`` and ``cancel``: see the library's ``load``.
     """
-    return load_dumps(path, use_cache=use_cache, file_filter=lambda files: confine.split_files(files, roots))
+    return load_dumps(
+        path,
+        use_cache=use_cache,
+        file_filter=lambda files: confine.split_files(files, roots),
+        on_progress=on_progress,
+        cancel=cancel,
+    )
 
 
-@st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
 def _analyze(
-    path: str, roots: tuple[str, ...], use_cache: bool, key: str, earlier: str | None = None, proxy: str | None = None
-) -> tuple[Report, float]:
+    path: str,
+    roots: tuple[str, ...],
+    use_cache: bool,
+    key: str,
+    earlier: str | None,
+    proxy: str | None,
+    job: LoadJob[Loaded],
+) -> Loaded:
+    """The work of a load job: read (reporting files read, stopping when cancelled), then analyse."""
     t0 = time.perf_counter()
-    before = None if earlier is None else _earlier(earlier, roots, use_cache)
-    report = analyze_dumps(load_confined(path, roots, use_cache), earlier=before)
+    before = None
+    if earlier is not None:
+        job.stage("Reading the earlier dumps", reading=True)
+        before = _earlier(earlier, roots, use_cache, job)
+    job.stage("Reading the dumps", reading=True)
+    dumps = load_confined(path, roots, use_cache, on_progress=job.files, cancel=job.cancel_event)
+    job.stage(f"Analysing {len(dumps.ranks)} ranks" if dumps.ranks else "Analysing")
+    report = analyze_dumps(dumps, earlier=before)
     if proxy is not None:
+        job.stage("Reading the proxy-op waits")
         report = with_proxy_waits(report, read_proxy_ops(proxy))
     took = time.perf_counter() - t0
     log.debug("analysed %s in %.2fs", path, took)
-    return report, took
+    return Loaded(path, key, report, took)
 
 
-def _earlier(path: str, roots: tuple[str, ...], use_cache: bool) -> DumpSet:
-    dumps = load_confined(path, roots, use_cache)
+def _earlier(path: str, roots: tuple[str, ...], use_cache: bool, job: LoadJob[Loaded]) -> DumpSet:
+    dumps = load_confined(path, roots, use_cache, on_progress=job.files, cancel=job.cancel_event)
     if not dumps.ranks:
         why = dumps.file_errors[0].error if dumps.file_errors else "no dump could be read"
         raise InputError(f"the earlier dumps {path}: {why}")
     return dumps
 
 
-def load(
+@st.cache_resource(show_spinner=False)
+def _jobs() -> JobRegistry[Loaded]:
+    """Every load job of this server, one per dump set and options (shared by all sessions)."""
+    return JobRegistry(keep=8)
+
+
+def load_job(
     path: str, roots: Sequence[str], use_cache: bool = True, earlier: str | None = None, proxy: str | None = None
-) -> Loaded:
-    """Analyse ``path`` (already confined to ``roots``) once per version of its files, and
-    compare it with the ``earlier`` dumps of the job (also confined) when given; with
-    ``proxy``, the NCCL proxy-op waits there too."""
+) -> LoadJob[Loaded]:
+    """The job analysing ``path`` (already confined to ``roots``), started unless one for
+    this version of its files is running or done; compared with the ``earlier`` dumps of
+    the job (also confined) when given; with ``proxy``, the NCCL proxy-op waits too."""
     key = f"{path}@{fingerprint(path)}"
     if earlier is not None:
         key += f"|{earlier}@{fingerprint(earlier)}"
     if proxy is not None:
         key += f"+{proxy_key(proxy)}"
-    report, took = _analyze(path, tuple(roots), use_cache, key, earlier, proxy)
-    return Loaded(path, key, report, took)
+    work = functools.partial(_analyze, path, tuple(roots), use_cache, key, earlier, proxy)
+    return _jobs().job(f"{key}|cache={use_cache}|roots={tuple(roots)}", work)
+
+
+def load_again(job: LoadJob[Loaded]) -> None:
+    """Forget ``job`` (ended, cancelled or failed): the next run starts a fresh one."""
+    _jobs().forget(job.key)
+
+
+def load(
+    path: str, roots: Sequence[str], use_cache: bool = True, earlier: str | None = None, proxy: str | None = None
+) -> Loaded:
+    """:func:`load_job`'s result, waited for in this thread (raises what the load raised)."""
+    job = load_job(path, roots, use_cache, earlier, proxy)
+    job.wait()
+    return job.result()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from . import data, sources, state, timings
 from .args import parse_args
-from .components import drilldown, export, heatmap, job, overview, sidebar, verdict, waits, wavefront
+from .components import drilldown, export, heatmap, job, loading, overview, sidebar, verdict, waits, wavefront
 from .components.text import md_escape
 from .proxy_source import proxy_path
 
@@ -37,10 +37,19 @@ def _page(argv: Sequence[str]) -> None:
     hosts = sidebar.host_map(args)
     try:
         proxy = proxy_path(args, source.path, source.roots)
-        loaded = data.hosted(data.load(source.path, source.roots, source.use_cache, source.earlier, proxy), hosts)
+        pending = data.load_job(source.path, source.roots, source.use_cache, source.earlier, proxy)
     except Exception as exc:  # the library names the file and reason; show it, not a traceback
         log.exception("analysis failed for %s", source.path)
-        st.error(md_escape(f"Could not analyse {source.label}: {type(exc).__name__}: {exc}"))
+        _failed(source.label, exc)
+        return
+    analysed = loading.wait(pending, source.label, again=data.load_again)  # read in the job's thread
+    if analysed is None:
+        return
+    try:
+        loaded = data.hosted(analysed, hosts)
+    except Exception as exc:
+        log.exception("analysis failed for %s", source.path)
+        _failed(source.label, exc)
         return
     state.on_dataset(ss, loaded.key)
     report = loaded.report
@@ -86,3 +95,7 @@ def _page(argv: Sequence[str]) -> None:
         with tab_export:
             export.render(loaded, title=f"Flight Deck: {source.label}")
     state.write_query(st.query_params, ss)
+
+
+def _failed(label: str, exc: Exception) -> None:
+    st.error(md_escape(f"Could not analyse {label}: {type(exc).__name__}: {exc}"))

@@ -100,6 +100,37 @@ class Server:
         self._log.close()
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, their children...), read from /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # it ended while we looked
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        kids = parents.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def alive(pids: Sequence[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie, ended but not reaped, counts as ended)."""
+    running = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            running.append(pid)
+    return running
+
+
 def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
