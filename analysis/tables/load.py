@@ -8,9 +8,9 @@ Dask cluster that ships the per-file tables back (see README, "Beyond one machin
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
-import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence

@@ -16,12 +16,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from ..ingest.process_limits import mark_worker_process
 from ..types import DumpFile, FileError, Limits, LoadCancelled
-from .mapstep import BatchResult, OnResult, file_size, load_batch
+from .mapstep import BatchResult, InOrder, OnResult, file_size, load_batch
 
 Loader = Callable[[Sequence[DumpFile], Limits], BatchResult]
 
@@ -91,29 +91,6 @@ class _Worker:
         self.conn.close()
 
 
-@dataclass
-class _InOrder:
-    """Hands results on in the batches' order, whatever order they arrive in, so every
-    engine builds the same tables."""
-
-    on_result: OnResult
-    waiting: dict[int, list[tuple[int, Sequence[DumpFile], BatchResult]]] = field(default_factory=dict)
-    open_files: dict[int, int] = field(default_factory=dict)
-    next_index: int = 0
-
-    def expect(self, index: int, files: int) -> None:
-        self.open_files[index] = files
-
-    def add(self, task: _Task, result: BatchResult, position: int = 0) -> None:
-        self.waiting.setdefault(task.index, []).append((position, task.files, result))
-        self.open_files[task.index] -= len(task.files)
-        while self.open_files.get(self.next_index) == 0:
-            for _, files, part in sorted(self.waiting.pop(self.next_index, []), key=lambda r: r[0]):
-                self.on_result(files, part)
-            del self.open_files[self.next_index]
-            self.next_index += 1
-
-
 class WorkerPool:
     """The map step in up to ``workers`` local processes (see the module docstring)."""
 
@@ -140,7 +117,7 @@ class WorkerPool:
         on_result: OnResult,
         cancel: threading.Event | None = None,
     ) -> None:
-        order = _InOrder(on_result)
+        order: InOrder[BatchResult] = InOrder(on_result)
         queue: deque[_Task] = deque()
         for index, files in enumerate(batches):
             order.expect(index, len(files))
@@ -168,7 +145,7 @@ class WorkerPool:
             worker.stop(kill=True)
             if task.retry:
                 errors = [FileError(f.path, f"its reader {why}, also when retried alone") for f in task.files]
-                order.add(task, (None, errors), positions.get(id(task), 0))
+                order.add(task.index, task.files, (None, errors), positions.get(id(task), 0))
                 return
             for position, item in enumerate(task.files):
                 single = _Task(task.index, [item], self.deadline_s([item]), retry=True)
@@ -208,7 +185,7 @@ class WorkerPool:
                             lost(worker, f"process died (exit code {worker.process.exitcode})")
                             continue
                         worker.task = None
-                        order.add(task, result, positions.pop(id(task), 0))
+                        order.add(task.index, task.files, result, positions.pop(id(task), 0))
                     elif worker.process.sentinel in ready:
                         worker.process.join(timeout=1.0)
                         lost(worker, f"process died (exit code {worker.process.exitcode})")
