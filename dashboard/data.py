@@ -8,6 +8,7 @@ after a click costs a dictionary lookup. Cached objects are shared: never mutate
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from analysis.report.proxy import with_proxy_waits
 from analysis.report.report import Report
 from analysis.report.triage import with_hosts
 from analysis.tables.load import load as load_dumps
+from analysis.tables.mapstep import MapEngine
 from analysis.types import DumpSet, HostMap, InputError
 from analysis.views import drilldown as views
 from analysis.views import waits as waits_views
@@ -31,6 +33,7 @@ from analysis.views.heatmap import HeatmapView, build_view, hover_labels, view_o
 from analysis.views.html import build_html
 
 from . import confine
+from .args import parse_args
 from .proxy_source import proxy_key
 from .sources import fingerprint
 
@@ -54,7 +57,19 @@ def load_confined(path: str, roots: Sequence[str], use_cache: bool = True) -> Du
     symlink inside an allowed folder that points elsewhere becomes a per-file error.
     ``use_cache=False`` keeps the tables out of the on-disk Parquet cache (uploads).
     """
-    return load_dumps(path, use_cache=use_cache, file_filter=lambda files: confine.split_files(files, roots))
+    return load_dumps(
+        path, use_cache=use_cache, file_filter=lambda files: confine.split_files(files, roots), engine=_engine()
+    )
+
+
+def _engine() -> MapEngine | None:
+    """``--dask ADDRESS`` (or ``FLIGHTDECK_DASK``): the map step on that Dask cluster."""
+    address = parse_args(sys.argv[1:]).dask
+    if address is None:
+        return None
+    from analysis.tables.dask_engine import DaskEngine  # Dask is imported only when asked for
+
+    return DaskEngine(address)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading and analysing the dumps…")
