@@ -11,19 +11,21 @@ cache, then times ``analysis.tables.load.load`` (no cache) with
 - ``dask running``: ``DaskEngine(address)`` of a LocalCluster started beforehand, as
   with a cluster that is already up (no start-up in the time);
 
-and prints seconds, seconds per 1,000 files and each time over the pool's (the
-cluster's overhead). Every engine must give the same tables; the script checks it.
+``--rounds`` times each (each engine first in turn) and prints the median seconds, per
+1,000 files, and over the pool's (the cluster's overhead). Every engine must give the
+same tables; the script checks it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.tables.dask_engine import DaskEngine
+from analysis.tables.dask_engine import DaskEngine, local_cluster_options
 from analysis.tables.load import load
 from analysis.tables.mapstep import MapEngine
 from analysis.tables.pool import WorkerPool
@@ -63,36 +65,43 @@ def main() -> None:
     parser.add_argument("--sizes", default="4096", help="comma-separated rank counts (default: 4096)")
     parser.add_argument("--entries", type=int, default=200, help="ring buffer entries per rank (default: 200)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes of each engine (default: 2)")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each engine, in turn (default: 1)")
     parser.add_argument("--dir", default="/tmp/fd-dask", help="where the synthetic sets are made")
     args = parser.parse_args()
 
     from distributed import LocalCluster
 
-    print(f"{'ranks':>7} {'engine':<13} {'seconds':>8} {'s/1k files':>10} {'x pool':>7}")
+    print(f"{'ranks':>7} {'engine':<13} {'median s':>8} {'s/1k files':>10} {'x pool':>7}  runs (s)")
     for ranks in (int(r) for r in args.sizes.split(",")):
         folder = dump_set(Path(args.dir), ranks, args.entries)
         warm(folder)
-        with LocalCluster(
-            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as running:
-            engines: list[tuple[str, Callable[[], MapEngine]]] = [
-                ("pool", lambda: WorkerPool(args.workers)),
-                ("dask local", lambda: DaskEngine(f"local:{args.workers}")),
-                ("dask running", lambda: DaskEngine(running.scheduler_address)),
-            ]
-            baseline: tuple[float, DumpSet] | None = None
-            for name, make in engines:
-                seconds, dumps = timed(folder, args.workers, make())
-                assert not dumps.file_errors, dumps.file_errors[:3]
-                if baseline is None:
-                    baseline = (seconds, dumps)
-                else:
-                    assert same_tables(dumps, baseline[1]), f"{name}: tables differ from the pool's"
-                ratio = seconds / baseline[0]
+        with LocalCluster(**local_cluster_options(args.workers)) as running:
+            engines: dict[str, Callable[[], MapEngine]] = {
+                "pool": lambda: WorkerPool(args.workers),
+                "dask local": lambda: DaskEngine(f"local:{args.workers}"),
+                "dask running": lambda: DaskEngine(running.scheduler_address),
+            }
+            runs: dict[str, list[float]] = {name: [] for name in engines}
+            reference: DumpSet | None = None
+            for round_ in range(args.rounds):
+                names = list(engines)
+                for name in names[round_ % 3 :] + names[: round_ % 3]:  # each engine first in turn
+                    seconds, dumps = timed(folder, args.workers, engines[name]())
+                    assert not dumps.file_errors, dumps.file_errors[:3]
+                    if reference is None:
+                        reference = dumps
+                    else:
+                        assert same_tables(dumps, reference), f"{name}: tables differ"
+                    runs[name].append(seconds)
+                    del dumps
+            pool = statistics.median(runs["pool"])
+            for name, times in runs.items():
+                median = statistics.median(times)
                 print(
-                    f"{ranks:>7} {name:<13} {seconds:>8.2f} {1000 * seconds / ranks:>10.3f} {ratio:>7.2f}", flush=True
+                    f"{ranks:>7} {name:<13} {median:>8.2f} {1000 * median / ranks:>10.3f} {median / pool:>7.2f}  "
+                    + " ".join(f"{t:.1f}" for t in times),
+                    flush=True,
                 )
-                del dumps
 
 
 if __name__ == "__main__":

@@ -102,7 +102,16 @@ class Cluster:
         scheduler_file = folder / "scheduler.json"
         self._start(
             "distributed.cli.dask_scheduler",
-            *("--port", "0", "--host", "127.0.0.1", "--no-dashboard", "--scheduler-file", str(scheduler_file)),
+            *(
+                "--port",
+                "0",
+                "--host",
+                "127.0.0.1",
+                "--dashboard-address",
+                ":0",
+                "--scheduler-file",
+                str(scheduler_file),
+            ),
         )
         deadline = time.monotonic() + 60
         while not scheduler_file.exists():

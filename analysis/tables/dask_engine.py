@@ -78,6 +78,19 @@ def map_task(loader: Loader, batch: Sequence[DumpFile], limits: Limits, folder: 
     return os.fspath(write_file_tables(part, folder)), errors
 
 
+def local_cluster_options(workers: int) -> dict[str, Any]:
+    """A LocalCluster of ``workers`` single-threaded processes. No dashboard; the
+    scheduler's HTTP server (always started) on a free port, not on 8787, which another
+    cluster or a user's own dashboard may hold."""
+    return {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+        "scheduler_kwargs": {"dashboard_address": ":0"},
+    }
+
+
 class DaskEngine:
     """The map step on a Dask cluster (see the module docstring)."""
 
@@ -126,9 +139,7 @@ class DaskEngine:
         from distributed import Client, LocalCluster
 
         if self.local_workers is not None:
-            cluster = LocalCluster(
-                n_workers=self.local_workers, threads_per_worker=1, processes=True, dashboard_address=None
-            )
+            cluster = LocalCluster(**local_cluster_options(self.local_workers))
             return Client(cluster, set_as_default=False), cluster
         try:
             client = Client(self.address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
