@@ -24,6 +24,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,6 +211,8 @@ def _fetch(future: Future, files: Sequence[DumpFile]) -> BatchResult:
     """The batch's part and errors, or an error for each file when its task failed."""
     try:
         part, errors = future.result()
+    except CancelledError:  # on the cluster (the scheduler went away, say)
+        return None, [FileError(f.path, "its Dask task was cancelled on the cluster") for f in files]
     except Exception as exc:  # noqa: BLE001 - a lost task costs its files, not the load
         why = f"its Dask task failed: {type(exc).__name__}: {exc}"[:300]
         return None, [FileError(f.path, why) for f in files]
