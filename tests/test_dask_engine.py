@@ -29,7 +29,7 @@ from analysis.tables import dask_engine
 from analysis.tables.dask_engine import DaskEngine
 from analysis.tables.load import load
 from analysis.tables.mapstep import BatchResult, load_batch
-from analysis.types import DumpFile, DumpSet, Limits
+from analysis.types import DumpFile, DumpSet, InputError, Limits
 from dashboard.args import parse_args
 
 SCENARIOS = sorted(p.parent for p in SAMPLE_DUMPS.glob("*/scenario.json"))
@@ -323,3 +323,14 @@ def test_the_dashboard_takes_a_cluster_address(monkeypatch: pytest.MonkeyPatch) 
     assert parse_args([]).dask == "local:2"
     monkeypatch.delenv("FLIGHTDECK_DASK")
     assert parse_args([]).dask is None
+
+
+def test_a_scratch_folder_that_cannot_be_written_is_refused_before_any_cluster(tmp_path: Path) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    files = [DumpFile(str(SAMPLE_DUMPS / "healthy" / "rank_0"), 0)]
+    engine = DaskEngine("tcp://127.0.0.1:9", scratch=blocker / "scratch", scratch_threshold_bytes=0)
+    started = time.monotonic()
+    with pytest.raises(InputError, match="--dask-scratch .*cannot write there"):
+        engine.run([files], Limits(), lambda *_: None)
+    assert time.monotonic() - started < 5, "it should not have tried the scheduler first"

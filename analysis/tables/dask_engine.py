@@ -119,21 +119,31 @@ class DaskEngine:
     ) -> None:
         if not batches:
             return
-        client, cluster = self._connect()
-        run_folder: Path | None = None
+        run_folder = self._run_folder(batches)
         try:
-            if self.scratch is not None:
-                total = sum(file_size(f.path) for batch in batches for f in batch)
-                if total > self.scratch_threshold_bytes:
-                    run_folder = Path(self.scratch) / f"flightdeck-{uuid.uuid4().hex}"
-                    run_folder.mkdir(parents=True)
-            self._map(client, batches, limits, on_result, cancel, run_folder)
+            client, cluster = self._connect()
+            try:
+                self._map(client, batches, limits, on_result, cancel, run_folder)
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
         finally:
             if run_folder is not None:
                 shutil.rmtree(run_folder, ignore_errors=True)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+
+    def _run_folder(self, batches: Sequence[Sequence[DumpFile]]) -> Path | None:
+        """This load's folder in the scratch folder, when the set is large enough to use it."""
+        if self.scratch is None:
+            return None
+        if sum(file_size(f.path) for batch in batches for f in batch) <= self.scratch_threshold_bytes:
+            return None
+        folder = Path(self.scratch) / f"flightdeck-{uuid.uuid4().hex}"
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise InputError(f"--dask-scratch {self.scratch}: cannot write there ({exc})") from exc
+        return folder
 
     def _connect(self) -> tuple[Client, Any]:
         """A client of the scheduler at ``address``, or of a local cluster started for this load."""
