@@ -11,6 +11,7 @@ from .report.proxy import with_proxy_waits
 from .report.report import Report
 from .tables.combine import TablesBuilder
 from .tables.load import load, to_dumpset
+from .tables.mapstep import MapEngine
 from .types import DumpSet, HostMap, InputError, Limits
 
 
@@ -24,6 +25,7 @@ def analyze(
     hosts: HostMap | None = None,
     earlier: str | Path | None = None,
     proxy_ops: str | Path | None = None,
+    engine: MapEngine | None = None,
 ) -> Report:
     """Load every dump under ``path`` and return the verdict with its tables.
 
@@ -32,11 +34,14 @@ def analyze(
     ``earlier`` is a folder of earlier dumps of the same job: the report then says who
     moved in between (``Report.compare``); :class:`InputError` if it holds no dump.
     ``proxy_ops`` (a file or folder of NCCL proxy-op waits) adds ``report.proxy_waits``.
+    ``engine`` runs the map step (default: this process or local workers; see ``load``).
     """
     before = None
     if earlier is not None:
-        before = load_earlier(earlier, pattern, workers, limits, use_cache)
-    dumps = load(path, pattern=pattern, workers=workers, progress=progress, limits=limits, use_cache=use_cache)
+        before = load_earlier(earlier, pattern, workers, limits, use_cache, engine)
+    dumps = load(
+        path, pattern=pattern, workers=workers, progress=progress, limits=limits, use_cache=use_cache, engine=engine
+    )
     report = analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
     return with_proxy_waits(report, read_proxy_ops(proxy_ops)) if proxy_ops is not None else report
 
@@ -47,12 +52,17 @@ def analyze_proxy_ops(path: str | Path) -> Report:
 
 
 def load_earlier(
-    path: str | Path, pattern: str | None, workers: int | None, limits: Limits | None, use_cache: bool
+    path: str | Path,
+    pattern: str | None,
+    workers: int | None,
+    limits: Limits | None,
+    use_cache: bool,
+    engine: MapEngine | None = None,
 ) -> DumpSet:
     """The earlier snapshot's dumps, or an InputError naming the folder and why it cannot be used."""
     if not os.path.exists(path):
         raise InputError(f"--compare {os.fspath(path)}: no such file or folder")
-    dumps = load(path, pattern=pattern, workers=workers, limits=limits, use_cache=use_cache)
+    dumps = load(path, pattern=pattern, workers=workers, limits=limits, use_cache=use_cache, engine=engine)
     if not dumps.ranks:
         why = dumps.file_errors[0].error if dumps.file_errors else "no dump could be read"
         raise InputError(f"--compare {os.fspath(path)}: no Flight Recorder dump could be read ({why})")

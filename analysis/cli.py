@@ -24,6 +24,7 @@ from .report.health_text import render_health
 from .report.proxy_text import edges_table, render_proxy_text
 from .report.report import Report
 from .report.text import render_text
+from .tables.mapstep import MapEngine
 from .types import DumpReadError, HostMap, InputError, Verdict
 
 EXIT_HEALTHY, EXIT_FOUND, EXIT_NOTHING = 0, 1, 2
@@ -50,6 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet", metavar="DIR", help="write the report and its tables as Parquet files to DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="read the dumps on a Dask cluster: a scheduler's address (tcp://host:8786) or local[:N] "
+        "(N worker processes on this machine; default one per core). Needs requirements-dask.txt",
+    )
+    p.add_argument(
+        "--dask-scratch",
+        metavar="DIR",
+        help="with --dask: a folder every worker and this machine see at the same path (NFS); "
+        "for large sets the workers store their tables there instead of sending them through Dask",
+    )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
     p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page (opens offline)")
@@ -92,6 +105,17 @@ def host_map(args: argparse.Namespace) -> HostMap | None:
     return None
 
 
+def map_engine(args: argparse.Namespace) -> MapEngine | None:
+    """``--dask ADDRESS``: the map step on that Dask cluster (None: this machine's processes)."""
+    if args.dask is None:
+        if args.dask_scratch is not None:
+            raise InputError("--dask-scratch needs --dask")
+        return None
+    from .tables.dask_engine import DaskEngine  # Dask is imported only when asked for
+
+    return DaskEngine(args.dask, scratch=args.dask_scratch)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
@@ -101,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: give the dumps' PATH (or --fr-path), or --proxy-ops PATH", file=sys.stderr)
         return EXIT_NOTHING
     try:
+        engine = map_engine(args)
         report = analyze(
             path,
             pattern=args.pattern,
@@ -110,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             hosts=host_map(args),
             earlier=args.compare,
             proxy_ops=args.proxy_ops,
+            engine=engine,
         )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -38,6 +38,8 @@ class Args:
     """CSV of ``rank,host`` lines (``--hostfile``)."""
     proxy_ops: str | None = None
     """NCCL proxy-op waits (file or folder) shown beside the dumps (``--proxy-ops``)."""
+    dask: str | None = None
+    """Read the dumps on this Dask cluster: a scheduler's address or ``local[:N]`` (``--dask``)."""
 
     def roots(self) -> tuple[str, ...]:
         """Real paths of every folder the path boxes may read: ``--dumps-root``s, the samples,
@@ -58,6 +60,7 @@ def parse_args(argv: Sequence[str]) -> Args:
     parser.add_argument("--ranks-per-node", type=int, default=0)
     parser.add_argument("--hostfile", default=None)
     parser.add_argument("--proxy-ops", default=os.environ.get("FLIGHTDECK_PROXY_OPS"))
+    parser.add_argument("--dask", default=os.environ.get("FLIGHTDECK_DASK"))
     ns, _ = parser.parse_known_args(list(argv))
     env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
     return Args(
@@ -70,4 +73,5 @@ def parse_args(argv: Sequence[str]) -> Args:
         ranks_per_node=max(0, ns.ranks_per_node),
         hostfile=ns.hostfile or None,
         proxy_ops=ns.proxy_ops or None,
+        dask=ns.dask or None,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from analysis.report.proxy import with_proxy_waits
 from analysis.report.report import Report
 from analysis.report.triage import with_hosts
 from analysis.tables.load import load as load_dumps
+from analysis.tables.mapstep import MapEngine
 from analysis.types import DumpSet, HostMap, InputError
 from analysis.views import drilldown as views
 from analysis.views import waits as waits_views
@@ -35,6 +37,7 @@ from analysis.views.heatmap import HeatmapView, build_view, hover_labels, view_o
 from analysis.views.html import build_html
 
 from . import confine
+from .args import parse_args
 from .loadjob import JobRegistry, LoadJob
 from .proxy_source import proxy_key
 from .sources import fingerprint
@@ -70,9 +73,20 @@ def load_confined(
         path,
         use_cache=use_cache,
         file_filter=lambda files: confine.split_files(files, roots),
+        engine=_engine(),
         on_progress=on_progress,
         cancel=cancel,
     )
+
+
+def _engine() -> MapEngine | None:
+    """``--dask ADDRESS`` (or ``FLIGHTDECK_DASK``): the map step on that Dask cluster."""
+    address = parse_args(sys.argv[1:]).dask
+    if address is None:
+        return None
+    from analysis.tables.dask_engine import DaskEngine  # Dask is imported only when asked for
+
+    return DaskEngine(address)
 
 
 def _analyze(

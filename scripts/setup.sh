@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create ./.venv with everything Flight Deck needs. Idempotent: reruns only install what changed.
 #   scripts/setup.sh          runtime (analysis + dashboard)
-#   scripts/setup.sh --dev    plus tests: torch (CPU), pytest, playwright, and Debian's chromium
+#   scripts/setup.sh --dev    plus tests: torch (CPU), pytest, playwright, Dask, and Debian's chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -11,6 +11,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 if [ "${1:-}" = "--dev" ]; then
     .venv/bin/python -m pip install -q -r requirements-dev.txt
+    .venv/bin/python -m pip install -q -r requirements-dask.txt
     if [ ! -x /usr/bin/chromium ]; then
         echo "installing Debian's chromium for the browser tests" >&2
         SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

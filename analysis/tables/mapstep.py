@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from ..ingest.read import read_dump
 from ..ingest.safe_pickle import collector_paused
@@ -59,6 +60,39 @@ def load_batch(items: Sequence[DumpFile], limits: Limits = DEFAULT_LIMITS) -> Ba
         result = load_one(item, limits)
         (errors if isinstance(result, FileError) else parts).append(result)
     return (merge_parts(parts) if parts else None), errors
+
+
+R = TypeVar("R")
+
+
+@dataclass
+class InOrder(Generic[R]):
+    """Hands results on to ``deliver`` in the batches' order, whatever order they arrive
+    in, so every engine builds the same tables. A batch may arrive in pieces (files
+    retried one by one): ``position`` orders the pieces within it."""
+
+    deliver: Callable[[Sequence[DumpFile], R], None]
+    waiting: dict[int, list[tuple[int, Sequence[DumpFile], R]]] = field(default_factory=dict)
+    open_files: dict[int, int] = field(default_factory=dict)
+    next_index: int = 0
+
+    def expect(self, index: int, files: int) -> None:
+        """Batch ``index`` holds ``files`` files, each to be reported once."""
+        self.open_files[index] = files
+
+    def add(self, index: int, files: Sequence[DumpFile], result: R, position: int = 0) -> None:
+        """The result for ``files`` of batch ``index``; delivers every batch now complete in turn."""
+        self.waiting.setdefault(index, []).append((position, files, result))
+        self.open_files[index] -= len(files)
+        while self.open_files.get(self.next_index) == 0:
+            for _, done, value in sorted(self.waiting.pop(self.next_index, []), key=lambda r: r[0]):
+                self.deliver(done, value)
+            del self.open_files[self.next_index]
+            self.next_index += 1
+
+    def done(self) -> bool:
+        """Every expected batch is delivered."""
+        return not self.open_files
 
 
 class Inline:

@@ -16,12 +16,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from ..ingest.process_limits import mark_worker_process
 from ..types import DumpFile, FileError, Limits, LoadCancelled
-from .mapstep import BatchResult, OnResult, file_size, load_batch
+from .mapstep import BatchResult, InOrder, OnResult, file_size, load_batch
 from .worker_start import worker_context
 
 Loader = Callable[[Sequence[DumpFile], Limits], BatchResult]
@@ -88,29 +88,6 @@ class _Worker:
         self.conn.close()
 
 
-@dataclass
-class _InOrder:
-    """Hands results on in the batches' order, whatever order they arrive in, so every
-    engine builds the same tables."""
-
-    on_result: OnResult
-    waiting: dict[int, list[tuple[int, Sequence[DumpFile], BatchResult]]] = field(default_factory=dict)
-    open_files: dict[int, int] = field(default_factory=dict)
-    next_index: int = 0
-
-    def expect(self, index: int, files: int) -> None:
-        self.open_files[index] = files
-
-    def add(self, task: _Task, result: BatchResult) -> None:
-        self.waiting.setdefault(task.index, []).append((task.position, task.files, result))
-        self.open_files[task.index] -= len(task.files)
-        while self.open_files.get(self.next_index) == 0:
-            for _, files, part in sorted(self.waiting.pop(self.next_index, []), key=lambda r: r[0]):
-                self.on_result(files, part)
-            del self.open_files[self.next_index]
-            self.next_index += 1
-
-
 class WorkerPool:
     """The map step in up to ``workers`` local processes (see the module docstring)."""
 
@@ -137,13 +114,13 @@ class WorkerPool:
         on_result: OnResult,
         cancel: threading.Event | None = None,
     ) -> None:
-        _Run(self, limits, _InOrder(on_result)).run(batches, cancel)
+        _Run(self, limits, InOrder(on_result)).run(batches, cancel)
 
 
 class _Run:
     """One map step on a :class:`WorkerPool`: the queue, the workers, their tasks."""
 
-    def __init__(self, pool: WorkerPool, limits: Limits, order: _InOrder) -> None:
+    def __init__(self, pool: WorkerPool, limits: Limits, order: InOrder[BatchResult]) -> None:
         self.pool, self.limits, self.order = pool, limits, order
         self.queue: deque[_Task] = deque()
         self.workers: list[_Worker] = []
@@ -211,7 +188,7 @@ class _Run:
                     self.lost(worker, worker.died())
                     continue
                 worker.task = None
-                self.order.add(task, result)
+                self.order.add(task.index, task.files, result, task.position)
             elif worker.process.sentinel in ready:
                 self.lost(worker, worker.died())
             elif worker.overdue(now):
@@ -225,7 +202,7 @@ class _Run:
         worker.stop(kill=True)
         if task.retry:
             errors = [FileError(f.path, f"its reader {why}, also when retried alone") for f in task.files]
-            self.order.add(task, (None, errors))
+            self.order.add(task.index, task.files, (None, errors), task.position)
             return
         for position, item in enumerate(task.files):
             self.queue.appendleft(

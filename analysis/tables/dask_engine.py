@@ -1,0 +1,237 @@
+"""The map step on a Dask cluster: one task per batch, results handed on in the batches' order.
+
+``DaskEngine("tcp://host:8786")`` connects to a running scheduler; ``DaskEngine("local:4")``
+starts a cluster of four single-threaded worker processes on this machine and closes it
+when the load is done. Each batch is one task (:func:`load_batch` on the worker); the
+driver fetches the parts in the batches' order, one at a time, so every engine builds the
+same tables. Dask moves the tasks of a worker that dies to the others (and each task may
+be tried once more); a task that still fails reports each of its files as a
+:class:`FileError` with the reason, and the load goes on with the rest.
+
+Large sets (more than ``scratch_threshold_bytes`` of dumps) with a ``scratch`` folder that
+every worker and the driver see at the same path (NFS, say): the workers write their parts
+there as Parquet and return only the folder's path; the driver reads each back when its
+turn comes and deletes it, so the parts never pass through the scheduler.
+
+Dask is imported only here, inside the functions, so the rest of Flight Deck works without it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import CancelledError
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..types import DumpFile, FileError, FileTables, InputError, Limits, LoadCancelled
+from .load import default_workers, read_file_tables, write_file_tables
+from .mapstep import BatchResult, InOrder, OnResult, file_size, load_batch
+from .pool import Loader
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+SCRATCH_THRESHOLD_BYTES = 256 << 20
+"""Above this many bytes of dumps (and with a scratch folder) the parts go through the
+scratch folder: 256 MiB of dumps make parts of a few tens of MiB, which the scheduler's
+transfers handle well; far beyond it, a shared file system costs the driver less."""
+CONNECT_TIMEOUT_S = 10.0
+"""How long to wait for the scheduler, and for its first worker, before giving up."""
+_POLL_S = 0.2
+"""How often a wait looks at the cancel flag."""
+
+TaskResult = tuple[FileTables | str | None, list[FileError]]
+"""A task's result: the part itself, or the path of its folder in the scratch folder."""
+
+
+def dask_available() -> bool:
+    """True where ``distributed`` can be imported (``requirements-dask.txt``)."""
+    return importlib.util.find_spec("distributed") is not None
+
+
+def parse_local(address: str) -> int | None:
+    """Workers of ``local`` (one per core) or ``local:N``; None for a scheduler's address."""
+    if address != "local" and not address.startswith("local:"):
+        return None
+    count = address.partition(":")[2]
+    if not count:
+        return default_workers()
+    if not count.isdigit() or int(count) < 1:
+        raise InputError(f"--dask {address}: expected local or local:N with N a positive number of workers")
+    return int(count)
+
+
+def map_task(loader: Loader, batch: Sequence[DumpFile], limits: Limits, folder: str | None) -> TaskResult:
+    """One batch on a worker: its part (or, with ``folder``, the part stored there) and errors.
+
+    A Dask worker runs tasks in threads, so process-wide limits stay as they are
+    (``process_limits`` leaves them alone in a process with other threads)."""
+    part, errors = loader(batch, limits)
+    if folder is None or part is None:
+        return part, errors
+    if not os.path.isdir(os.path.dirname(folder)):  # the load was given up and its folder removed
+        return None, errors
+    return os.fspath(write_file_tables(part, folder)), errors
+
+
+def local_cluster_options(workers: int) -> dict[str, Any]:
+    """A LocalCluster of ``workers`` single-threaded processes. No dashboard; the
+    scheduler's HTTP server (always started) on a free port, not on 8787, which another
+    cluster or a user's own dashboard may hold."""
+    return {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+        "scheduler_kwargs": {"dashboard_address": ":0"},
+    }
+
+
+class DaskEngine:
+    """The map step on a Dask cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        address: str,
+        scratch: str | os.PathLike[str] | None = None,
+        scratch_threshold_bytes: int = SCRATCH_THRESHOLD_BYTES,
+        loader: Loader = load_batch,
+    ) -> None:
+        if not dask_available():
+            raise InputError("--dask needs Dask: pip install -r requirements-dask.txt")
+        self.address = address
+        self.local_workers = parse_local(address)
+        self.scratch = None if scratch is None else os.fspath(scratch)
+        self.scratch_threshold_bytes = scratch_threshold_bytes
+        self.loader = loader
+
+    def run(
+        self,
+        batches: Sequence[Sequence[DumpFile]],
+        limits: Limits,
+        on_result: OnResult,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        if not batches:
+            return
+        run_folder = self._run_folder(batches)
+        try:
+            client, cluster = self._connect()
+            try:
+                self._map(client, batches, limits, on_result, cancel, run_folder)
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+        finally:
+            if run_folder is not None:
+                shutil.rmtree(run_folder, ignore_errors=True)
+
+    def _run_folder(self, batches: Sequence[Sequence[DumpFile]]) -> Path | None:
+        """This load's folder in the scratch folder, when the set is large enough to use it."""
+        if self.scratch is None:
+            return None
+        if sum(file_size(f.path) for batch in batches for f in batch) <= self.scratch_threshold_bytes:
+            return None
+        folder = Path(self.scratch) / f"flightdeck-{uuid.uuid4().hex}"
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise InputError(f"--dask-scratch {self.scratch}: cannot write there ({exc})") from exc
+        return folder
+
+    def _connect(self) -> tuple[Client, Any]:
+        """A client of the scheduler at ``address``, or of a local cluster started for this load."""
+        from distributed import Client, LocalCluster
+
+        if self.local_workers is not None:
+            cluster = LocalCluster(**local_cluster_options(self.local_workers))
+            return Client(cluster, set_as_default=False), cluster
+        try:
+            client = Client(self.address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, ValueError) as exc:  # refused, timed out, or not an address
+            raise InputError(f"--dask {self.address}: cannot reach the Dask scheduler ({exc})") from exc
+        try:
+            client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            client.close()
+            raise InputError(f"--dask {self.address}: the scheduler has no workers") from exc
+        return client, None
+
+    def _map(
+        self,
+        client: Client,
+        batches: Sequence[Sequence[DumpFile]],
+        limits: Limits,
+        on_result: OnResult,
+        cancel: threading.Event | None,
+        run_folder: Path | None,
+    ) -> None:
+        from distributed import as_completed
+
+        run = uuid.uuid4().hex[:12]
+        futures: dict[str, tuple[int, Sequence[DumpFile]]] = {}
+        submitted: list[Future] = []
+        for index, batch in enumerate(batches):
+            folder = None if run_folder is None else os.fspath(run_folder / str(index))
+            future = client.submit(
+                map_task,
+                self.loader,
+                list(batch),
+                limits,
+                folder,
+                key=f"flightdeck-map-{run}-{index}",
+                pure=False,
+                retries=1,
+            )
+            futures[future.key] = (index, batch)
+            submitted.append(future)
+
+        def deliver(files: Sequence[DumpFile], future: Future) -> None:
+            on_result(files, _fetch(future, files))
+            future.release()
+
+        order: InOrder[Future] = InOrder(deliver)
+        for index, batch in enumerate(batches):
+            order.expect(index, len(batch))
+        finished = as_completed(submitted, loop=client.loop, raise_errors=False)
+        try:
+            while not order.done():
+                if cancel is not None and cancel.is_set():
+                    raise LoadCancelled("the load was cancelled")
+                ready = finished.next_batch(block=False)
+                if not ready:
+                    with finished.thread_condition:
+                        finished.thread_condition.wait(timeout=_POLL_S)
+                    continue
+                for future in ready:
+                    index, batch = futures[future.key]
+                    order.add(index, batch, future)
+        except BaseException:
+            client.cancel(submitted)
+            raise
+
+
+def _fetch(future: Future, files: Sequence[DumpFile]) -> BatchResult:
+    """The batch's part and errors, or an error for each file when its task failed."""
+    try:
+        part, errors = future.result()
+    except CancelledError:  # on the cluster (the scheduler went away, say)
+        return None, [FileError(f.path, "its Dask task was cancelled on the cluster") for f in files]
+    except Exception as exc:  # noqa: BLE001 - a lost task costs its files, not the load
+        why = f"its Dask task failed: {type(exc).__name__}: {exc}"[:300]
+        return None, [FileError(f.path, why) for f in files]
+    if isinstance(part, str):
+        try:
+            return read_file_tables(part), errors
+        except OSError as exc:  # the scratch folder is not shared with this machine, say
+            why = f"its part could not be read from the scratch folder: {exc}"[:300]
+            return None, [*errors, *(FileError(f.path, why) for f in files)]
+        finally:
+            shutil.rmtree(part, ignore_errors=True)
+    return part, errors

@@ -1,0 +1,336 @@
+"""The map step on a Dask cluster gives the same report as on this machine's processes.
+
+Clusters: ``--dask local:2`` (a LocalCluster the engine starts and stops) and a
+scheduler plus workers started here as processes, as one would on a real cluster.
+Workers import this module to run its loaders, so they start with the tests on their path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from locations import ROOT, SAMPLE_DUMPS, TESTS
+
+pytest.importorskip("distributed")
+
+from analysis import analyze_dumps
+from analysis.cli import main
+from analysis.tables import dask_engine
+from analysis.tables.dask_engine import DaskEngine
+from analysis.tables.load import load
+from analysis.tables.mapstep import BatchResult, load_batch
+from analysis.types import DumpFile, DumpSet, InputError, Limits
+from dashboard.args import parse_args
+
+SCENARIOS = sorted(p.parent for p in SAMPLE_DUMPS.glob("*/scenario.json"))
+CLI_TIMEOUT_S = 240
+"""Each run starts a cluster on a machine that may be busy: generous, but a hang still fails."""
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+
+
+def slow_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
+    """The real map step, half a second slower per batch: a worker can be killed mid-run."""
+    time.sleep(0.5)
+    return load_batch(batch, limits)
+
+
+def failing_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
+    """The real map step, except that the batch holding rank 3 fails on every try."""
+    if any(f.rank == 3 for f in batch):
+        raise RuntimeError("rank 3's batch always fails")
+    return load_batch(batch, limits)
+
+
+def report_json(path: Path, *extra: str) -> dict[str, Any]:
+    """The CLI's JSON report (no cache: each run reads the dumps). It holds no timings or
+    machine-dependent fields, so the reports are compared whole."""
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", str(path), "--json", "--no-cache", "-q", *extra],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def within(seconds: float, work: Callable[[threading.Event], Any]) -> Any:
+    """``work(cancel)`` in a thread; cancelled, and the test failed, if it overruns ``seconds``."""
+    cancel = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work(cancel)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        cancel.set()
+        thread.join(30)
+        pytest.fail(f"the load took over {seconds} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def report_of(dumps: DumpSet) -> dict[str, Any]:
+    return json.loads(json.dumps(analyze_dumps(dumps).to_dict()))
+
+
+class Cluster:
+    """``dask scheduler`` and ``dask worker`` processes, as started by hand on a cluster."""
+
+    def __init__(self, folder: Path, workers: int, nanny: bool = True) -> None:
+        self.processes: list[subprocess.Popen[bytes]] = []
+        scheduler_file = folder / "scheduler.json"
+        self._start(
+            "distributed.cli.dask_scheduler",
+            *(
+                "--port",
+                "0",
+                "--host",
+                "127.0.0.1",
+                "--dashboard-address",
+                ":0",
+                "--scheduler-file",
+                str(scheduler_file),
+            ),
+        )
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            assert self.processes[0].poll() is None, "the scheduler exited"
+            time.sleep(0.2)
+        self.address = json.loads(scheduler_file.read_text())["address"]
+        self.workers = [
+            self._start(
+                "distributed.cli.dask_worker",
+                self.address,
+                "--nworkers",
+                "1",
+                "--nthreads",
+                "1",
+                "--no-dashboard",
+                "--nanny" if nanny else "--no-nanny",
+            )
+            for _ in range(workers)
+        ]
+        from distributed import Client
+
+        with Client(self.address, timeout=30, set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=120)
+
+    def _start(self, module: str, *args: str) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            cwd=ROOT,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.processes.append(process)
+        return process
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1,024 ranks, one of them (77) stuck: a set big enough for many batches, small to make."""
+    out = tmp_path_factory.mktemp("synth1024")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.synth",
+            str(out),
+            *("--ranks", "1024", "--entries", "200", "--fault", "stuck", "--culprit", "77"),
+        ],
+        cwd=ROOT,
+        env=ENV,
+        check=True,
+        capture_output=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    started = Cluster(tmp_path_factory.mktemp("cluster"), workers=2)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_local_cluster_gives_the_same_report_on_every_sample(folder: Path) -> None:
+    assert report_json(folder, "--dask", "local:2") == report_json(folder)
+
+
+def test_local_cluster_gives_the_same_report_on_1024_ranks(synthetic: Path) -> None:
+    with_dask = report_json(synthetic, "--dask", "local:2")
+    assert with_dask == report_json(synthetic)
+    assert with_dask["ranks_loaded"] == 1024
+    assert 77 in with_dask["suspect_ranks"]
+
+
+def test_a_cluster_started_by_hand_gives_the_same_report(cluster: Cluster, synthetic: Path) -> None:
+    assert report_json(synthetic, "--dask", cluster.address) == report_json(synthetic)
+    sample = SAMPLE_DUMPS / "large_32_stuck"
+    assert report_json(sample, "--dask", cluster.address) == report_json(sample)
+
+
+def test_parts_through_a_scratch_folder_give_the_same_tables(
+    synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    read_back: list[str] = []
+    read_file_tables = dask_engine.read_file_tables
+
+    def counted(folder: str) -> Any:
+        read_back.append(folder)
+        return read_file_tables(folder)
+
+    monkeypatch.setattr(dask_engine, "read_file_tables", counted)
+    engine = DaskEngine("local:2", scratch=scratch, scratch_threshold_bytes=0)
+    dumps = within(CLI_TIMEOUT_S, lambda cancel: load(synthetic, engine=engine, use_cache=False, cancel=cancel))
+    plain = load(synthetic, use_cache=False)
+    assert dumps.file_errors == []
+    assert len(read_back) > 1, "the parts should have come back through the scratch folder"
+    assert all(Path(folder).is_relative_to(scratch) for folder in read_back)
+    for name in ("entries", "stacks", "configs", "status", "files"):
+        assert getattr(dumps, name).equals(getattr(plain, name)), name
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_worker_killed_mid_run_loses_no_file(tmp_path: Path) -> None:
+    """Three workers without nannies (a killed one stays dead); one is killed after the
+    first batch is in: Dask runs its tasks again on the other two."""
+    folder = SAMPLE_DUMPS / "large_32_stuck"
+    started = Cluster(tmp_path, workers=3, nanny=False)
+    killed: list[int] = []
+
+    def kill_one(done: int, total: int) -> None:
+        if not killed and done < total:
+            victim = started.workers[0]
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(victim.pid)
+
+    try:
+        engine = DaskEngine(started.address, loader=slow_loader)
+        dumps = within(
+            CLI_TIMEOUT_S,
+            lambda cancel: load(folder, workers=8, engine=engine, use_cache=False, on_progress=kill_one, cancel=cancel),
+        )
+        assert killed and started.workers[0].wait(timeout=10) == -signal.SIGKILL
+    finally:
+        started.close()
+    assert dumps.file_errors == []
+    assert len(dumps.ranks) == 32
+    assert report_of(dumps) == report_of(load(folder, use_cache=False))
+
+
+def test_a_task_that_keeps_failing_costs_only_its_files(cluster: Cluster) -> None:
+    folder = SAMPLE_DUMPS / "large_32_stuck"
+    engine = DaskEngine(cluster.address, loader=failing_loader)
+    dumps = within(CLI_TIMEOUT_S, lambda cancel: load(folder, workers=8, engine=engine, use_cache=False, cancel=cancel))
+    failed = {Path(e.file).name for e in dumps.file_errors}
+    assert "rank_3" in failed and len(failed) < 32
+    assert all("its Dask task failed: RuntimeError: rank 3's batch always fails" in e.error for e in dumps.file_errors)
+    assert len(dumps.ranks) == 32 - len(failed)
+
+
+def test_a_cancelled_load_stops(cluster: Cluster) -> None:
+    from analysis.types import LoadCancelled
+
+    cancel = threading.Event()
+    engine = DaskEngine(cluster.address, loader=slow_loader)
+    with pytest.raises(LoadCancelled):
+        load(
+            SAMPLE_DUMPS / "large_32_stuck",
+            workers=8,
+            engine=engine,
+            use_cache=False,
+            on_progress=lambda *_: cancel.set(),
+            cancel=cancel,
+        )
+
+
+def test_no_scheduler_is_an_error_message_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    assert main([str(SAMPLE_DUMPS / "healthy"), "--no-cache", "-q", "--dask", "tcp://127.0.0.1:9"]) == 2
+    assert time.monotonic() - started < 60
+    err = capsys.readouterr().err
+    assert err.startswith("error: --dask tcp://127.0.0.1:9: cannot reach the Dask scheduler")
+    assert "Traceback" not in err
+
+
+def test_without_dask_the_cli_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(dask_engine, "dask_available", lambda: False)
+    assert main([str(SAMPLE_DUMPS / "healthy"), "--no-cache", "-q", "--dask", "local"]) == 2
+    assert "pip install -r requirements-dask.txt" in capsys.readouterr().err
+
+
+def test_bad_local_worker_counts_and_scratch_alone_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(SAMPLE_DUMPS / "healthy"), "-q", "--dask", "local:0"]) == 2
+    assert main([str(SAMPLE_DUMPS / "healthy"), "-q", "--dask-scratch", "/tmp"]) == 2
+    err = capsys.readouterr().err
+    assert "local:N with N a positive number" in err and "--dask-scratch needs --dask" in err
+
+
+def test_dask_is_imported_only_when_asked_for() -> None:
+    code = (
+        "import sys, analysis.cli, analysis.tables.load, dashboard.args;"
+        "assert 'distributed' not in sys.modules and 'dask' not in sys.modules, 'dask imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True, timeout=CLI_TIMEOUT_S)
+
+
+def test_the_dashboard_takes_a_cluster_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_args(["--dumps", "d", "--dask", "tcp://h:8786"]).dask == "tcp://h:8786"
+    monkeypatch.setenv("FLIGHTDECK_DASK", "local:2")
+    assert parse_args([]).dask == "local:2"
+    monkeypatch.delenv("FLIGHTDECK_DASK")
+    assert parse_args([]).dask is None
+
+
+def test_a_scratch_folder_that_cannot_be_written_is_refused_before_any_cluster(tmp_path: Path) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    files = [DumpFile(str(SAMPLE_DUMPS / "healthy" / "rank_0"), 0)]
+    engine = DaskEngine("tcp://127.0.0.1:9", scratch=blocker / "scratch", scratch_threshold_bytes=0)
+    started = time.monotonic()
+    with pytest.raises(InputError, match="--dask-scratch .*cannot write there"):
+        engine.run([files], Limits(), lambda *_: None)
+    assert time.monotonic() - started < 5, "it should not have tried the scheduler first"
