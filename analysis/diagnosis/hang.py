@@ -20,6 +20,7 @@ from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
+from .dead import dead_findings
 from .findings import NEVER, Finding, Kind, Role
 from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
@@ -241,8 +242,11 @@ def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge],
     if not skipped:
         return _waited_on(w, rank, comp)
     found = _skipped(w, order, rank) or _extra(w, order, rank)
-    if found is not None:
-        return found
+    return found if found is not None else _past(w, rank, skipped)
+
+
+def _past(w: _Waits, rank: int, skipped: list[WaitEdge]) -> Finding:
+    """``rank`` went past the earliest of the collectives ``skipped`` its peers wait for it in."""
     e = min(skipped, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
     waiters = w.waiters_at(rank, e.pg_key, e.seq)
     return Finding(
@@ -309,12 +313,16 @@ def explain_hang(
         more_kept = [f for f in more_kept if f.rank not in {v.rank for v in victims}]
         if more_kept:
             w, kept, notes, dropped = deeper, victims + more_kept, more_notes, dropped + more_dropped
-    if victims and (len(victims) < len(kept) or mismatch_since is not None):
+    pipeline = bool(victims) and (len(victims) < len(kept) or mismatch_since is not None)
+    if pipeline:
         dropped.append(Finding(Kind.PIPELINE_BLOCKED, Role.CLEARED, tuple(sorted(f.rank for f in victims))))
         kept = [f for f in kept if f not in victims]
-    elif not a.records_p2p and any(silent(f, w.blocked_ranks) for f in kept):
+    kept, behind = dead_findings(a, w.blocked_ranks, kept)
+    if not (pipeline or behind) and not a.records_p2p and any(silent(f, w.blocked_ranks) for f in kept):
         dropped.append(Finding(Kind.P2P_INVISIBLE, Role.NOTE, ()))
+    dropped += behind
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
     if mismatch_since is None:
-        kept += left_behind(a, order, w.blocked_ranks, {f.rank for f in kept} | set_aside)
+        explained = {f.rank for f in kept} | {r for f in dropped for r in f.ranks}
+        kept += left_behind(a, order, w.blocked_ranks, explained)
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))
