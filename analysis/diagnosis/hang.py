@@ -22,6 +22,7 @@ from .behind import left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
 from .dead import dead_findings
 from .findings import NEVER, Finding, Kind, Role
+from .minority import cycle_minority
 from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
 
@@ -257,6 +258,9 @@ def _past(w: _Waits, rank: int, skipped: list[WaitEdge]) -> Finding:
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
+    odd = cycle_minority(w.graph, comp) if len(comp) > 1 else set()
+    if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
+        return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
     if causes and len(causes) < len(comp):
         found = [_went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())]
         return [f for f in found if f is not None], []
