@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
-from ..model.routine import Departure, Routine, within_step
+from ..model.routine import Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
 from .dead import dead_findings
+from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
 from .routines import Routines
@@ -123,16 +124,6 @@ def _extra(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     return None
 
 
-def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None, since: int) -> Finding:
-    """The finding for a rank that issued a collective no other rank issues."""
-    c = a.cells
-    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
-    site = hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None
-    return Finding(
-        Kind.EXTRA, Role.SUSPECT, (rank,), FailureClass.DESYNC, pg_key, seq, op, since=since, detail={"call_site": site}
-    )
-
-
 def _straggler(w: _Waits, rank: int) -> Finding:
     b = w.graph.stragglers[rank]
     g = w.a.groups.groups[b.pg_key]
@@ -191,21 +182,6 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     if not odd or len(odd) == len(comp):
         return []
     return [departed_finding(r, d, w.created.get((d.pg_key, r, d.seq), NEVER)) for r, d in sorted(odd.items())]
-
-
-def departed_finding(rank: int, d: Departure, since: int) -> Finding:
-    """The finding for a rank that left its routine at ``d``."""
-    return Finding(
-        Kind.DEPARTED,
-        Role.SUSPECT,
-        (rank,),
-        FailureClass.DESYNC,
-        d.pg_key,
-        d.seq,
-        d.issued[1],
-        since=since,
-        detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
-    )
 
 
 def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ..model.order import ProgramOrder, Token
 from .analysis import Analysis
+from .desync import departed_finding, extra_finding
 from .findings import Finding
-from .hang import departed_finding, extra_finding
 from .routines import Routines
 
 
