@@ -48,3 +48,13 @@ def test_an_extra_collective_is_one_no_peer_issues_while_peers_moved_on() -> Non
     order = _order(rows)
     assert order.is_extra(0, ("tp", 1), peers=[1])
     assert not order.is_extra(1, ("dp", 0), peers=[0])
+
+
+def test_peers_that_issued_what_came_after_a_lone_collective_passed_it() -> None:
+    """Only active entries: rank 0 issued dp 5 and then tp 7; rank 1 issued tp 7 without dp 5.
+    Where a peer has not issued what came after, nothing shows it went past."""
+    rows = _run(0, [("dp", 5), ("tp0", 7)]) + _run(1, [("tp0", 7)]) + _run(2, [("tp1", 6)])
+    order = _order(rows)
+    assert order.passed_without(0, ("dp", 5), [1]) == ("tp", 7)
+    assert order.passed_without(0, ("dp", 5), [1, 2]) is None
+    assert order.passed_without(1, ("tp", 7), [0]) is None  # rank 0 issued it too: not lone

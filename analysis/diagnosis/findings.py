@@ -55,6 +55,8 @@ class Kind(enum.StrEnum):
     """A rank stopped only after a mismatch began: a consequence, not a cause."""
     PIPELINE_BLOCKED = "pipeline_blocked"
     """Ranks that stopped together with their whole group, blocked on an unrecorded send/recv."""
+    BEHIND_NO_DUMP = "behind_no_dump"
+    """Silent ranks that stopped with their pipeline chain, one of whose ranks wrote no dump."""
     P2P_INVISIBLE = "p2p_invisible"
     """A caution: the dumps record no send/recv, so silent ranks may be blocked in one."""
     WAITING = "waiting"

@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from .. import schema as s
 from ..model.cells import created_ns
 from ..model.order import ProgramOrder
-from ..model.routine import Departure, Routine, within_step
+from ..model.routine import Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
+from .dead import dead_findings
+from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
+from .minority import cycle_minority
 from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
 
@@ -121,16 +124,6 @@ def _extra(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     return None
 
 
-def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None, since: int) -> Finding:
-    """The finding for a rank that issued a collective no other rank issues."""
-    c = a.cells
-    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
-    site = hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None
-    return Finding(
-        Kind.EXTRA, Role.SUSPECT, (rank,), FailureClass.DESYNC, pg_key, seq, op, since=since, detail={"call_site": site}
-    )
-
-
 def _straggler(w: _Waits, rank: int) -> Finding:
     b = w.graph.stragglers[rank]
     g = w.a.groups.groups[b.pg_key]
@@ -191,21 +184,6 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     return [departed_finding(r, d, w.created.get((d.pg_key, r, d.seq), NEVER)) for r, d in sorted(odd.items())]
 
 
-def departed_finding(rank: int, d: Departure, since: int) -> Finding:
-    """The finding for a rank that left its routine at ``d``."""
-    return Finding(
-        Kind.DEPARTED,
-        Role.SUSPECT,
-        (rank,),
-        FailureClass.DESYNC,
-        d.pg_key,
-        d.seq,
-        d.issued[1],
-        since=since,
-        detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
-    )
-
-
 def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
     """Members of a cycle held up by waits their own block does not explain, with those waits.
 
@@ -241,8 +219,11 @@ def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge],
     if not skipped:
         return _waited_on(w, rank, comp)
     found = _skipped(w, order, rank) or _extra(w, order, rank)
-    if found is not None:
-        return found
+    return found if found is not None else _past(w, rank, skipped)
+
+
+def _past(w: _Waits, rank: int, skipped: list[WaitEdge]) -> Finding:
+    """``rank`` went past the earliest of the collectives ``skipped`` its peers wait for it in."""
     e = min(skipped, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
     waiters = w.waiters_at(rank, e.pg_key, e.seq)
     return Finding(
@@ -253,6 +234,9 @@ def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge],
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
+    odd = cycle_minority(w.graph, comp) if len(comp) > 1 else set()
+    if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
+        return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
     if causes and len(causes) < len(comp):
         found = [_went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())]
         return [f for f in found if f is not None], []
@@ -309,12 +293,16 @@ def explain_hang(
         more_kept = [f for f in more_kept if f.rank not in {v.rank for v in victims}]
         if more_kept:
             w, kept, notes, dropped = deeper, victims + more_kept, more_notes, dropped + more_dropped
-    if victims and (len(victims) < len(kept) or mismatch_since is not None):
+    pipeline = bool(victims) and (len(victims) < len(kept) or mismatch_since is not None)
+    if pipeline:
         dropped.append(Finding(Kind.PIPELINE_BLOCKED, Role.CLEARED, tuple(sorted(f.rank for f in victims))))
         kept = [f for f in kept if f not in victims]
-    elif not a.records_p2p and any(silent(f, w.blocked_ranks) for f in kept):
+    kept, behind = dead_findings(a, w.blocked_ranks, kept)
+    if not (pipeline or behind) and not a.records_p2p and any(silent(f, w.blocked_ranks) for f in kept):
         dropped.append(Finding(Kind.P2P_INVISIBLE, Role.NOTE, ()))
+    dropped += behind
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
     if mismatch_since is None:
-        kept += left_behind(a, order, w.blocked_ranks, {f.rank for f in kept} | set_aside)
+        explained = {f.rank for f in kept} | {r for f in dropped for r in f.ranks}
+        kept += left_behind(a, order, w.blocked_ranks, explained)
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))

@@ -4,8 +4,10 @@ A tie between two values at one (group, seq) has no majority, and sibling groups
 elsewhere in the program; but the group itself ran the same program point in earlier
 steps. Those earlier seqs are the ones called from the same place with the same op,
 or, where the dumps carry no stacks, the seqs one period back in the group's own
-history (the smallest period its agreed history repeats with). What the group issued
-there, all members agreeing, votes.
+history (the smallest period its agreed history repeats with), or, where the history is
+too short to repeat twice, the seqs that followed the longest earlier run of the ops just
+before (what the loop issued after the same ops). What the group issued there, all
+members agreeing, votes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import Counter
 import pandas as pd
 
 from .. import schema as s
+from ..model.routine import CONTEXT, MIN_CONTEXT
 from ..opnames import is_exchange
 
 MAX_PERIOD = 256
@@ -57,7 +60,21 @@ def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: s
     # an exchange's sizes change every step: only its op and dtypes repeat
     values = [(op, "" if is_exchange(op) else sz, dt) for op, sz, dt in recent.itertuples(index=False)]
     p = _period(values)
-    return [] if p is None else [q for q in range(seq - p, contiguous[0] - 1, -p)]
+    if p is None:
+        return [contiguous[0] + j for j in _after_same_context(values)]
+    return [q for q in range(seq - p, contiguous[0] - 1, -p)]
+
+
+def _after_same_context(values: list[tuple[str, ...]]) -> list[int]:
+    """Positions that followed the longest earlier run of the ops that end ``values`` (at least
+    MIN_CONTEXT of them), where they all issued the same: what the loop issued after the same ops."""
+    n = len(values)
+    for k in range(min(CONTEXT, n - 1), MIN_CONTEXT - 1, -1):
+        context = values[n - k :]
+        found = [j for j in range(k, n) if values[j - k : j] == context]
+        if found:
+            return found if len({values[j] for j in found}) == 1 else []  # a loop repeats itself
+    return []
 
 
 def history_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str]) -> str | None:

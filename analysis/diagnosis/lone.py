@@ -4,14 +4,17 @@ A rank blocked in a collective no other member issued waits on all of them, so t
 like the ranks holding it up. Where the rank's own earlier steps issued something else
 at that point, and no rank of its program left the routine there, the lone collective is
 one the rank added (a debug metric, say): a desync that explains the wait, like a mismatch.
+Where the dumps keep no history (only active entries), members of the group that run the
+rank's program and issued, without the lone collective, one the rank issued after it
+went past the point where the rank added it: the same finding.
 """
 
 from __future__ import annotations
 
-from ..model.order import ProgramOrder
+from ..model.order import ProgramOrder, Token
 from .analysis import Analysis
+from .desync import departed_finding, extra_finding
 from .findings import Finding
-from .hang import departed_finding, extra_finding
 from .routines import Routines
 
 
@@ -25,11 +28,17 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
             continue
         routines = routines or Routines(a, blocked)
         own = [d for d in routines.own_departures(b.rank) if (d.pg_key, d.seq) == (b.pg_key, b.seq)]
-        if not own:
-            continue
         peers = [p for p in a.groups.groups[b.pg_key].ranks if p != b.rank]
-        if order.is_extra(b.rank, order.token(b.pg_key, b.seq), peers):  # its peers went on: say so
-            found.append(extra_finding(a, b.rank, b.pg_key, b.seq, b.op, since=-1))
-        else:
+        token = order.token(b.pg_key, b.seq)
+        if own and not order.is_extra(b.rank, token, peers):
             found.append(departed_finding(b.rank, own[0], since=-1))
+        elif own or _passed_by_its_program(routines, order, b.rank, token, peers):  # its peers went on: say so
+            found.append(extra_finding(a, b.rank, b.pg_key, b.seq, b.op, since=-1))
     return found
+
+
+def _passed_by_its_program(routines: Routines, order: ProgramOrder, rank: int, token: Token, peers: list[int]) -> bool:
+    """Members of the group that run ``rank``'s program issued a collective ``rank`` issued only
+    after the lone one, without it: they went past the point where ``rank`` added it."""
+    mates = sorted(set(peers) & set(routines.same_program(rank)))
+    return order.passed_without(rank, token, mates) is not None

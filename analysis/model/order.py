@@ -86,6 +86,17 @@ class ProgramOrder:
         """The rank's newest collectives, newest first."""
         return [t for _, t in reversed(self._history(rank)[-n:])]
 
+    def passed_without(self, rank: int, pending: Token, peers: list[int]) -> Token | None:
+        """A collective ``rank`` issued after ``pending`` that every one of ``peers`` issued
+        without ever issuing ``pending``: they went past the point where it stands."""
+        issued = self._records(pending)
+        if rank not in issued or not peers or any(p in issued for p in peers):
+            return None
+        for rec, token in self._history(rank):
+            if rec > issued[rank] and set(peers) <= self.issuers(token):
+                return token
+        return None
+
     def skipped_to(self, rank: int, missing: Token, waiters: set[int] | frozenset[int] = frozenset()) -> Token | None:
         """A collective ``rank`` issued that the program runs after ``missing``, if any.
 

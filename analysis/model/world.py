@@ -14,6 +14,13 @@ from ..types import Membership
 from .groups import GroupIndex, ProcessGroup
 
 
+def full_size(groups: list[ProcessGroup]) -> int:
+    """The size of same-description groups: the commonest, ties to the larger (a rank
+    without a dump only ever makes an inferred group smaller)."""
+    sizes = Counter(len(g.ranks) for g in groups)
+    return max(sizes, key=lambda n: (sizes[n], n))
+
+
 def estimate_world(index: GroupIndex, have_dump: set[int]) -> int:
     """World size: the highest rank seen, or what a partition of the world into
     same-description groups implies."""
@@ -24,8 +31,7 @@ def estimate_world(index: GroupIndex, have_dump: set[int]) -> int:
         if g.desc:
             by_desc[g.desc].append(g)
     for groups in by_desc.values():
-        sizes = Counter(len(g.ranks) for g in groups)
-        modal, _ = sizes.most_common(1)[0]
+        modal = full_size(groups)
         members = [r for g in groups for r in g.ranks]
         if len(groups) > 1 and len(set(members)) == len(members):
             world = max(world, modal * len(groups))
@@ -47,7 +53,7 @@ def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int])
         if g.membership_source == Membership.INFERRED and g.desc and g.desc != "default_pg":
             by_desc[g.desc].append(g)
     for groups in by_desc.values():
-        modal = Counter(len(g.ranks) for g in groups).most_common(1)[0][0]
+        modal = full_size(groups)
         short = [g for g in groups if len(g.ranks) < modal]
         taken = {r for g in groups for r in g.ranks}
         free = [r for r in absent if r not in taken]

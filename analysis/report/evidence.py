@@ -177,6 +177,18 @@ def _pipeline_blocked(f: Finding, where: str) -> str:
     )
 
 
+def _behind_no_dump(f: Finding, where: str) -> str:
+    dead = f.detail["dead"]
+    one = len(f.ranks) == 1
+    text = (
+        f"{ranks_text(f.ranks).capitalize()} {'waits' if one else 'wait'} in no recorded collective and stopped "
+        f"at the same point as the rest of {'its' if one else 'their'} pipeline chain, whose rank {dead} wrote "
+        f"no dump: most likely blocked in a send/recv (gloo records none) behind rank {dead}"
+    )
+    who = "it" if one else "one of them"
+    return f"{text}; if rank {dead}'s file was only lost, {who} may be stuck on its own."
+
+
 def _p2p_invisible(f: Finding, where: str) -> str:
     return (
         "These dumps record no send/recv (gloo): a rank that waits in no collective may also be blocked "
@@ -267,6 +279,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.CYCLE: _cycle,
     Kind.CONSEQUENCE: _consequence,
     Kind.PIPELINE_BLOCKED: _pipeline_blocked,
+    Kind.BEHIND_NO_DUMP: _behind_no_dump,
     Kind.P2P_INVISIBLE: _p2p_invisible,
     Kind.WAITING: _waiting,
     Kind.HEALTH_FAILED: _health_failed,

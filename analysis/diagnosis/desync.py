@@ -1,0 +1,36 @@
+"""Findings for a rank that left the program: a collective it added, or one where its own
+routine says it issued something else. Shared by the hang's cycles and lone collectives.
+"""
+
+from __future__ import annotations
+
+from .. import schema as s
+from ..model.routine import Departure
+from ..types import FailureClass
+from .analysis import Analysis
+from .findings import Finding, Kind, Role
+
+
+def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None, since: int) -> Finding:
+    """The finding for a rank that issued a collective no other rank issues."""
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
+    site = hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None
+    return Finding(
+        Kind.EXTRA, Role.SUSPECT, (rank,), FailureClass.DESYNC, pg_key, seq, op, since=since, detail={"call_site": site}
+    )
+
+
+def departed_finding(rank: int, d: Departure, since: int) -> Finding:
+    """The finding for a rank that left its routine at ``d``."""
+    return Finding(
+        Kind.DEPARTED,
+        Role.SUSPECT,
+        (rank,),
+        FailureClass.DESYNC,
+        d.pg_key,
+        d.seq,
+        d.issued[1],
+        since=since,
+        detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
+    )

@@ -1,0 +1,50 @@
+"""The ranks of a wait-for cycle that are out of step with their groups.
+
+In a cycle every member waits on another, so each looks like a cause. At each point
+where members wait (group, seq), the ranks that issued the collective and wait there
+are on one side and the ranks that never issued it on the other. A rank that skipped
+a collective is alone absent where the rest of its group waits, and alone ahead where
+the rest has not arrived: the smaller side at every point. Ranks that are the larger
+side everywhere are at the same point of the program as each other, blocked at what
+in their own program comes first; they skipped nothing. The minority is named only
+where every point has a strict minority and no rank is on the larger side of one point
+and the smaller side of another.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .waitfor import WaitEdge, WaitGraph, WaitReason
+
+
+def _sides(edges: list[WaitEdge]) -> dict[tuple[str, int], tuple[set[int], set[int]]]:
+    """Per (group, seq): the ranks waiting there and the ranks that never issued it."""
+    sides: dict[tuple[str, int], tuple[set[int], set[int]]] = defaultdict(lambda: (set(), set()))
+    for e in edges:
+        if e.reason == WaitReason.NOT_ISSUED:
+            waiting, absent = sides[(e.pg_key, e.seq)]
+            waiting.add(e.waiter)
+            absent.add(e.blocker)
+    return sides
+
+
+def cycle_minority(graph: WaitGraph, comp: list[int]) -> set[int]:
+    """The members of cycle ``comp`` on the smaller side at every point they wait at or are
+    waited on at, or an empty set where the points do not agree."""
+    inside = set(comp)
+    points = [e for e in graph.edges if e.waiter in inside or e.blocker in inside]
+    if any(e.reason != WaitReason.NOT_ISSUED for e in points if e.waiter in inside and e.blocker in inside):
+        return set()
+    smaller: set[int] = set()
+    larger: set[int] = set()
+    for waiting, absent in _sides(points).values():
+        if len(waiting) == len(absent):
+            return set()
+        few, many = (waiting, absent) if len(waiting) < len(absent) else (absent, waiting)
+        smaller |= few
+        larger |= many
+    odd = smaller & inside
+    if not odd or smaller & larger or odd == inside:
+        return set()
+    return odd
