@@ -37,3 +37,15 @@ def test_stuck_rank_next_to_a_lost_dump_is_not_hidden() -> None:
     report = analysis.analyze(case, use_cache=False).to_dict()
     assert 6 in report["suspect_ranks"]
     assert 4 in set(report["suspect_ranks"]) | {p["rank"] for p in report["possible_ranks"]}
+
+
+OPEN = sorted(p for p in (Path(__file__).parent / "regressions_open").iterdir() if (p / "truth.json").is_file())
+
+
+@pytest.mark.parametrize("case", OPEN, ids=[p.name for p in OPEN])
+@pytest.mark.xfail(strict=True, reason="a miss not fixed yet; when it passes, move it to regressions/")
+def test_open_miss_is_still_missed(case: Path) -> None:
+    """Misses without a fix: gloo skips whose skipper went on into an unrecorded send/recv
+    (its record ends where a stuck rank's would), and a 2-rank tie with no history in a
+    30-entry buffer. Kept so a change that fixes one shows, and so none is forgotten."""
+    test_regression_is_diagnosed(case)
