@@ -172,3 +172,22 @@ def test_thirty_loads_from_a_thread_of_a_busy_server_like_process(dumps: Path, b
     assert results == [expected] * 30
     assert watch.changed == [], "a load changed a process-wide setting of the server process"
     assert not _workers_alive()
+
+
+def test_a_script_without_a_main_guard_still_loads_every_file(dumps: Path, tmp_path: Path) -> None:
+    """Workers re-run such a script as their main module and cannot start: the load says
+    so and reads in its own process instead of reporting every file as lost."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys, warnings\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "from analysis.tables.load import load\n"
+        "from analysis.tables.pool import WorkerPool\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    got = load({str(dumps)!r}, use_cache=False, engine=WorkerPool(2))\n"
+        "print(len(got.ranks), len(got.file_errors), any('__main__' in str(w.message) for w in caught))\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["32", "0", "True"]

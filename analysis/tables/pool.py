@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from multiprocessing.connection import Connection, wait
 
 from ..ingest.process_limits import mark_worker_process
 from ..types import DumpFile, FileError, Limits, LoadCancelled
-from .mapstep import BatchResult, InOrder, OnResult, file_size, load_batch
+from .mapstep import BatchResult, Inline, InOrder, OnResult, file_size, load_batch
 from .worker_start import worker_context
 
 Loader = Callable[[Sequence[DumpFile], Limits], BatchResult]
@@ -35,9 +36,18 @@ _POLL_S = 0.2
 """How often a wait looks at the cancel flag and the deadlines."""
 
 
+READY = "ready"
+"""A worker's first message: it has started (the main module, if re-imported, is done)."""
+
+
+class WorkersCannotStart(Exception):
+    """No worker of the run got as far as its first message."""
+
+
 def _serve(conn: Connection, loader: Loader, limits: Limits) -> None:
     """A worker's life: read batches until told to stop or the parent goes away."""
     mark_worker_process()
+    conn.send(READY)
     while True:
         try:
             batch = conn.recv()
@@ -64,6 +74,7 @@ class _Worker:
     conn: Connection
     task: _Task | None = None
     started: float = 0.0
+    ready: bool = False
 
     def overdue(self, now: float) -> bool:
         return self.task is not None and now - self.started > self.task.deadline_s
@@ -114,7 +125,19 @@ class WorkerPool:
         on_result: OnResult,
         cancel: threading.Event | None = None,
     ) -> None:
-        _Run(self, limits, InOrder(on_result)).run(batches, cancel)
+        try:
+            _Run(self, limits, InOrder(on_result)).run(batches, cancel)
+        except WorkersCannotStart as exc:
+            # Nothing was delivered (no worker ever started). The usual cause: a script run
+            # as ``python script.py`` that loads at import time, which each worker re-runs
+            # as its main module (spawn and forkserver do) and so cannot start.
+            warnings.warn(
+                f"map-step workers could not start ({exc}); reading in this process instead. "
+                'In a script, call the analysis under `if __name__ == "__main__":`.',
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            Inline().run(batches, limits, on_result, cancel)
 
 
 class _Run:
@@ -125,6 +148,7 @@ class _Run:
         self.queue: deque[_Task] = deque()
         self.workers: list[_Worker] = []
         self.context = worker_context()
+        self.any_ready = False
 
     def run(self, batches: Sequence[Sequence[DumpFile]], cancel: threading.Event | None) -> None:
         for index, files in enumerate(batches):
@@ -187,6 +211,9 @@ class _Run:
                 except (EOFError, OSError):
                     self.lost(worker, worker.died())
                     continue
+                if result == READY:
+                    worker.ready = self.any_ready = True
+                    continue
                 worker.task = None
                 self.order.add(task.index, task.files, result, task.position)
             elif worker.process.sentinel in ready:
@@ -200,6 +227,8 @@ class _Run:
         assert task is not None
         self.workers.remove(worker)
         worker.stop(kill=True)
+        if not worker.ready and not self.any_ready:
+            raise WorkersCannotStart(why)
         if task.retry:
             errors = [FileError(f.path, f"its reader {why}, also when retried alone") for f in task.files]
             self.order.add(task.index, task.files, (None, errors), task.position)
