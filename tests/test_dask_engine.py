@@ -51,6 +51,13 @@ def failing_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
     return load_batch(batch, limits)
 
 
+def stuck_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
+    """The real map step, except that the batch holding rank 5 never finishes."""
+    if any(f.rank == 5 for f in batch):
+        time.sleep(3600)
+    return load_batch(batch, limits)
+
+
 def report_json(path: Path, *extra: str) -> dict[str, Any]:
     """The CLI's JSON report (no cache: each run reads the dumps). It holds no timings or
     machine-dependent fields, so the reports are compared whole."""
@@ -266,6 +273,25 @@ def test_a_task_that_keeps_failing_costs_only_its_files(cluster: Cluster) -> Non
     failed = {Path(e.file).name for e in dumps.file_errors}
     assert "rank_3" in failed and len(failed) < 32
     assert all("its Dask task failed: RuntimeError: rank 3's batch always fails" in e.error for e in dumps.file_errors)
+    assert len(dumps.ranks) == 32 - len(failed)
+
+
+def test_a_task_that_never_finishes_costs_only_its_files(tmp_path: Path) -> None:
+    """Dask has no deadline of its own (a task waits for ever, as do tasks on a cluster
+    whose workers all died): after a stall the tasks still out are reported per file.
+    A cluster of its own: the stuck task keeps its worker busy."""
+    folder = SAMPLE_DUMPS / "large_32_stuck"
+    own = Cluster(tmp_path, workers=2)
+    try:
+        engine = DaskEngine(own.address, loader=stuck_loader, stall_base_s=3.0)
+        started = time.monotonic()
+        dumps = within(CLI_TIMEOUT_S, lambda c: load(folder, workers=8, engine=engine, use_cache=False, cancel=c))
+        assert time.monotonic() - started < 60
+    finally:
+        own.close()
+    failed = {Path(e.file).name for e in dumps.file_errors}
+    assert "rank_5" in failed and len(failed) < 32
+    assert all("its Dask task did not finish: no task finished for 3 s" in e.error for e in dumps.file_errors)
     assert len(dumps.ranks) == 32 - len(failed)
 
 

@@ -22,6 +22,7 @@ import importlib.util
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import CancelledError
@@ -43,7 +44,12 @@ transfers handle well; far beyond it, a shared file system costs the driver less
 CONNECT_TIMEOUT_S = 10.0
 """How long to wait for the scheduler, and for its first worker, before giving up."""
 _POLL_S = 0.2
-"""How often a wait looks at the cancel flag."""
+"""How often a wait looks at the cancel flag and the stall deadline."""
+STALL_BASE_S = 120.0
+STALL_BYTES_PER_S = 1 << 20
+"""When no task has finished for this long (plus 1 s per MiB of the largest batch), the
+tasks left are given up and their files reported: a cluster whose workers all died keeps
+its tasks waiting for new workers, for ever."""
 
 TaskResult = tuple[FileTables | str | None, list[FileError]]
 """A task's result: the part itself, or the path of its folder in the scratch folder."""
@@ -101,6 +107,7 @@ class DaskEngine:
         scratch: str | os.PathLike[str] | None = None,
         scratch_threshold_bytes: int = SCRATCH_THRESHOLD_BYTES,
         loader: Loader = load_batch,
+        stall_base_s: float = STALL_BASE_S,
     ) -> None:
         if not dask_available():
             raise InputError("--dask needs Dask: pip install -r requirements-dask.txt")
@@ -109,6 +116,7 @@ class DaskEngine:
         self.scratch = None if scratch is None else os.fspath(scratch)
         self.scratch_threshold_bytes = scratch_threshold_bytes
         self.loader = loader
+        self.stall_base_s = stall_base_s
 
     def run(
         self,
@@ -192,20 +200,34 @@ class DaskEngine:
             futures[future.key] = (index, batch)
             submitted.append(future)
 
-        def deliver(files: Sequence[DumpFile], future: Future) -> None:
+        stall_s = self.stall_base_s + max(sum(file_size(f.path) for f in b) for b in batches) / STALL_BYTES_PER_S
+
+        def deliver(files: Sequence[DumpFile], future: Future | None) -> None:
+            if future is None:
+                why = f"its Dask task did not finish: no task finished for {stall_s:.0f} s"
+                on_result(files, (None, [FileError(f.path, why) for f in files]))
+                return
             on_result(files, _fetch(future, files))
             future.release()
 
-        order: InOrder[Future] = InOrder(deliver)
+        order: InOrder[Future | None] = InOrder(deliver)
         for index, batch in enumerate(batches):
             order.expect(index, len(batch))
         finished = as_completed(submitted, loop=client.loop, raise_errors=False)
+        last_progress = time.monotonic()
         try:
             while not order.done():
                 if cancel is not None and cancel.is_set():
                     raise LoadCancelled("the load was cancelled")
                 ready = finished.next_batch(block=False)
-                if not ready:
+                if ready:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > stall_s:
+                    for index, batch in enumerate(batches):
+                        if order.open_files.get(index):  # its task has not come back
+                            order.add(index, batch, None)
+                    break
+                else:
                     with finished.thread_condition:
                         finished.thread_condition.wait(timeout=_POLL_S)
                     continue
@@ -215,6 +237,7 @@ class DaskEngine:
         except BaseException:
             client.cancel(submitted)
             raise
+        client.cancel(submitted)
 
 
 def _fetch(future: Future, files: Sequence[DumpFile]) -> BatchResult:
