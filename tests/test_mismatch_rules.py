@@ -47,7 +47,8 @@ def test_a_tie_in_a_pair_is_decided_by_siblings_at_the_same_point() -> None:
 
 
 def test_siblings_at_another_point_of_the_program_do_not_vote() -> None:
-    """Siblings in another pipeline stage issue other ops before the tie: the pair stays undecided."""
+    """Siblings in another pipeline stage issue other ops before the tie: they do not vote (the
+    pair's own earlier calls decide: all_reduce is one it ran, broadcast one it never did)."""
     history = {"1": ["all_gather", "all_reduce"], "2": ["broadcast", "all_gather"], "3": ["broadcast", "all_gather"]}
     at = {
         "1": {0: "all_reduce", 1: "broadcast"},
@@ -57,6 +58,15 @@ def test_siblings_at_another_point_of_the_program_do_not_vote() -> None:
     cells = make_cells(_pairs(history, at))
     assert program_families(cells, {k: "tp" for k in history}).siblings("1") == []
     (m,) = find_mismatches(cells, program_families(cells, {k: "tp" for k in history}))
+    assert m.decided_by == "seen" and m.expected == "all_reduce"
+    assert m.odd_ranks == (1,)
+
+
+def test_a_pair_whose_both_calls_were_run_before_stays_undecided() -> None:
+    """Both tied calls repeat ones the group ran earlier: neither is the departure."""
+    history = {"1": ["broadcast", "all_reduce"]}
+    cells = make_cells(_pairs(history, {"1": {0: "all_reduce", 1: "broadcast"}}))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp"}))
     assert m.expected is None and not m.decisive
     assert m.odd_ranks == (0, 1)
 

@@ -46,6 +46,8 @@ OPEN = sorted(p for p in (Path(__file__).parent / "regressions_open").iterdir() 
 @pytest.mark.xfail(strict=True, reason="a miss not fixed yet; when it passes, move it to regressions/")
 def test_open_miss_is_still_missed(case: Path) -> None:
     """Misses without a fix: gloo skips whose skipper went on into an unrecorded send/recv
-    (its record ends where a stuck rank's would), and a 2-rank tie with no history in a
-    30-entry buffer. Kept so a change that fixes one shows, and so none is forgotten."""
+    (its record ends where a stuck rank's would), 2-rank ties with no history (a 30-entry
+    buffer, a first collective), gloo ranks blocked behind a dead or stuck pipeline peer the
+    dumps do not link them to, and skips, extra collectives and unposted send/recv that
+    also name a victim or get the class wrong. Kept so a change that fixes one shows, and so none is forgotten."""
     test_regression_is_diagnosed(case)

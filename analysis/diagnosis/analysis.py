@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import schema as s
 from ..model.cells import build_cells, queue_heads
+from ..model.errored import reopen_errored
 from ..model.families import Families, program_families
 from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
@@ -60,7 +61,8 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     expected = {r for g in index.groups.values() for r in g.ranks} | set(range(world))
     missing = sorted(r for r in expected if r not in have_dump)
     cells = build_cells(dumps, index)
-    progress = compute_progress(dumps, index, cells)
+    errored = reopen_errored(cells, index, set(missing))
+    progress = compute_progress(dumps, index, cells, errored)
     families = program_families(cells, {k: g.desc for k, g in index.groups.items()})
     mismatches = find_mismatches(cells, families)
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]

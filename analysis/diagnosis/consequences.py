@@ -36,7 +36,10 @@ class Steps:
 
     def __init__(self, a: Analysis, blocked_ranks: set[int]) -> None:
         self.a = a
-        self.world = max((len(g.ranks) for g in a.groups.groups.values()), default=0)
+        known = set(a.dumps.ranks) | set(a.missing_dumps)
+        self.world = max([len(known)] + [len(g.ranks) for g in a.groups.groups.values()])
+        """Every rank of the job, not the largest group the dumps show: without a world group
+        in them, a group of half the job is still a group ranks move in step with."""
         self.groups_of: dict[int, list[ProcessGroup]] = defaultdict(list)
         for g in a.groups.groups.values():
             if 2 <= len(g.ranks) < self.world and not g.has_p2p:  # pipeline groups are not step-mates
@@ -45,8 +48,16 @@ class Steps:
         have_dump = set(a.dumps.ranks)
         self.silent = have_dump - blocked_ranks
         family = a.families.family_of
-        self.program = {r: frozenset(family.get(g.key, g.key) for g in gs) for r, gs in self.groups_of.items()}
-        """The program families of each rank's groups: ranks that run the same program share them."""
+        self.program = {
+            r: frozenset(family.get(g.key, g.key) for g in gs if self.carries(g)) for r, gs in self.groups_of.items()
+        }
+        """The program families of each rank's groups that carry recorded collectives: ranks that
+        run the same program share them (a group with none, such as a pipeline group gloo records
+        nothing in, says nothing about the program)."""
+
+    def carries(self, g: ProcessGroup) -> bool:
+        """Some member of ``g`` issued a recorded collective in it."""
+        return any(self.issued(g, r) >= 0 for r in g.ranks)
 
     def issued(self, g: ProcessGroup, rank: int) -> int:
         p = self.a.progress.get((g.key, rank))

@@ -304,5 +304,6 @@ def explain_hang(
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
     if mismatch_since is None:
         explained = {f.rank for f in kept} | {r for f in dropped for r in f.ranks}
-        kept += left_behind(a, order, w.blocked_ranks, explained)
+        lone, lone_behind = dead_findings(a, w.blocked_ranks, left_behind(a, order, w.blocked_ranks, explained))
+        kept, dropped = kept + lone, dropped + lone_behind  # behind a dead rank of its chain: not on its own
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))

@@ -99,6 +99,30 @@ def history_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: 
     return ranked[0][0]
 
 
+def _calls(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each row's whole call as text: op, input sizes (blank for an exchange) and dtypes."""
+    text = rows[[s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].astype(str)
+    text.loc[text[s.OP].map(is_exchange), s.INPUT_SIZES] = ""
+    return text
+
+
+def seen_call_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str]) -> str | None:
+    """The one ``tied`` value whose whole call (op, sizes, dtypes) the group's members all
+    issued together at an earlier seq, where the other side's call never occurred there."""
+    group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
+    here = group_cells.loc[group_cells[s.SEQ] == seq]
+    agreed = _agreed_rows(group_cells, seq)
+    if here.empty or agreed.empty:
+        return None
+    seen = set(_calls(agreed).itertuples(index=False, name=None))
+    values = here[attribute].astype(str).tolist()
+    known = {v for v, call in zip(values, _calls(here).itertuples(index=False, name=None)) if call in seen}
+    if len(known) != 1 or not set(values) - known:
+        return None
+    (value,) = known
+    return value if value in tied else None
+
+
 def _common(here: pd.DataFrame) -> pd.Series:
     """The tied cells' op and call site where they agree (blank where they do not)."""
     row = here.iloc[0].copy()

@@ -18,7 +18,7 @@ from .. import schema as s
 from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
-from .history import history_vote
+from .history import history_vote, seen_call_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
@@ -198,6 +198,8 @@ def _odd_ones(
         else:  # no sibling at this point of the program decides: the group's own earlier steps may
             expected = history_vote(cells, key, seq, attribute, tied)
             decided_by = "history"
+            if expected is None:  # no earlier step at this point: only one side's call was ever run
+                expected, decided_by = seen_call_vote(cells, key, seq, attribute, tied), "seen"
     if expected is None:
         odd = tuple(sorted(values))
     else:

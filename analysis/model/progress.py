@@ -79,11 +79,15 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
 _STATUS_FIELDS = (s.LAST_ENQUEUED, s.LAST_STARTED, s.LAST_COMPLETED)
 
 
-def compute_progress(dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame) -> dict[tuple[str, int], Progress]:
+def compute_progress(
+    dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame, errored: dict[tuple[str, int], int] | None = None
+) -> dict[tuple[str, int], Progress]:
     """(group key, rank) -> Progress, for every member rank of every group with a dump.
 
-    ``cells`` are the collective cells of :mod:`analysis.cells`.
+    ``cells`` are the collective cells of :mod:`analysis.cells`; ``errored``: (group key,
+    rank) -> a seq whose retired entry ended in error (see :mod:`.errored`), not completed.
     """
+    errored = errored or {}
     member = _per_member(cells)
 
     status: dict[tuple[str, int], tuple[int, int, int]] = {}
@@ -122,6 +126,8 @@ def compute_progress(dumps: DumpSet, index: GroupIndex, cells: pd.DataFrame) -> 
                 enq = s_enq if enq is None else max(enq, s_enq)
                 completed = s_completed if completed is None else max(completed, s_completed)
                 started = s_started if s_started >= 0 else None
+            if k in errored and completed is not None:
+                completed = min(completed, errored[k] - 1)  # retired in error, not completed
             if enq is not None and completed is not None:
                 completed = min(completed, enq)
                 first_pending = completed + 1 if completed < enq else None

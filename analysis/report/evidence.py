@@ -31,6 +31,7 @@ def _mismatch(f: Finding, where: str) -> str:
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
         "shift": "the other side",
+        "seen": "the group as a whole, in the same call at an earlier seq (never in the other),",
     }.get(f.detail["decided_by"], "the majority of the group")
     text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
     shift = f.detail.get("shift", 0)
