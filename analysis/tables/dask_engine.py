@@ -180,26 +180,7 @@ class DaskEngine:
         cancel: threading.Event | None,
         run_folder: Path | None,
     ) -> None:
-        from distributed import as_completed
-
-        run = uuid.uuid4().hex[:12]
-        futures: dict[str, tuple[int, Sequence[DumpFile]]] = {}
-        submitted: list[Future] = []
-        for index, batch in enumerate(batches):
-            folder = None if run_folder is None else os.fspath(run_folder / str(index))
-            future = client.submit(
-                map_task,
-                self.loader,
-                list(batch),
-                limits,
-                folder,
-                key=f"flightdeck-map-{run}-{index}",
-                pure=False,
-                retries=1,
-            )
-            futures[future.key] = (index, batch)
-            submitted.append(future)
-
+        submitted = self._submit(client, batches, limits, run_folder)
         stall_s = self.stall_base_s + max(sum(file_size(f.path) for f in b) for b in batches) / STALL_BYTES_PER_S
 
         def deliver(files: Sequence[DumpFile], future: Future | None) -> None:
@@ -213,31 +194,64 @@ class DaskEngine:
         order: InOrder[Future | None] = InOrder(deliver)
         for index, batch in enumerate(batches):
             order.expect(index, len(batch))
-        finished = as_completed(submitted, loop=client.loop, raise_errors=False)
-        last_progress = time.monotonic()
         try:
-            while not order.done():
-                if cancel is not None and cancel.is_set():
-                    raise LoadCancelled("the load was cancelled")
-                ready = finished.next_batch(block=False)
-                if ready:
-                    last_progress = time.monotonic()
-                elif time.monotonic() - last_progress > stall_s:
-                    for index, batch in enumerate(batches):
-                        if order.open_files.get(index):  # its task has not come back
-                            order.add(index, batch, None)
-                    break
-                else:
-                    with finished.thread_condition:
-                        finished.thread_condition.wait(timeout=_POLL_S)
-                    continue
-                for future in ready:
-                    index, batch = futures[future.key]
-                    order.add(index, batch, future)
-        except BaseException:
-            client.cancel(submitted)
-            raise
-        client.cancel(submitted)
+            _collect(client, submitted, batches, order, cancel, stall_s)
+        finally:
+            client.cancel(list(submitted))
+
+    def _submit(
+        self, client: Client, batches: Sequence[Sequence[DumpFile]], limits: Limits, run_folder: Path | None
+    ) -> dict[Future, int]:
+        """One task per batch (with ``run_folder``, each writes its part to its own folder there)."""
+        run = uuid.uuid4().hex[:12]
+        submitted: dict[Future, int] = {}
+        for index, batch in enumerate(batches):
+            folder = None if run_folder is None else os.fspath(run_folder / str(index))
+            future = client.submit(
+                map_task,
+                self.loader,
+                list(batch),
+                limits,
+                folder,
+                key=f"flightdeck-map-{run}-{index}",
+                pure=False,
+                retries=1,
+            )
+            submitted[future] = index
+        return submitted
+
+
+def _collect(
+    client: Client,
+    submitted: dict[Future, int],
+    batches: Sequence[Sequence[DumpFile]],
+    order: InOrder[Future | None],
+    cancel: threading.Event | None,
+    stall_s: float,
+) -> None:
+    """Hand each task on as it finishes; after ``stall_s`` without one, give up the rest."""
+    from distributed import as_completed
+
+    index_of = {future.key: index for future, index in submitted.items()}
+    finished = as_completed(list(submitted), loop=client.loop, raise_errors=False)
+    last_progress = time.monotonic()
+    while not order.done():
+        if cancel is not None and cancel.is_set():
+            raise LoadCancelled("the load was cancelled")
+        ready = finished.next_batch(block=False)
+        if not ready and time.monotonic() - last_progress > stall_s:
+            for index, batch in enumerate(batches):
+                if order.open_files.get(index):  # its task has not come back
+                    order.add(index, batch, None)
+            return
+        if not ready:
+            with finished.thread_condition:
+                finished.thread_condition.wait(timeout=_POLL_S)
+            continue
+        last_progress = time.monotonic()
+        for future in ready:
+            index = index_of[future.key]
+            order.add(index, batches[index], future)
 
 
 def _fetch(future: Future, files: Sequence[DumpFile]) -> BatchResult:
