@@ -70,13 +70,19 @@ def _page(argv: Sequence[str]) -> None:
         md_escape(f"Analysed in {loaded.seconds:.2f} s · {report.ranks_loaded} ranks · {len(order)} groups")
     )
 
+    _tabs(loaded, pg_key, labels.get(pg_key, pg_key), source.label)
+    state.write_query(st.query_params, ss)
+
+
+def _tabs(loaded: data.Loaded, pg_key: str, group_label: str, source_label: str) -> None:
+    """The view's tabs."""
     # Only the open tab is drawn: hidden charts and tables would slow every rerun.
     tab_heat, tab_job, tab_wave, tab_all, tab_waits, tab_export = st.tabs(
         list(state.TABS), key=state.TAB, on_change="rerun"
     )
     if tab_heat.open:
         with tab_heat:
-            st.subheader(md_escape(labels.get(pg_key, pg_key)), anchor=False)
+            st.subheader(md_escape(group_label), anchor=False)
             cell = heatmap.render(loaded, pg_key)
             drilldown.render(loaded, pg_key, cell)
     if tab_job.open:
@@ -93,8 +99,7 @@ def _page(argv: Sequence[str]) -> None:
             waits.render(loaded)
     if tab_export.open:
         with tab_export:
-            export.render(loaded, title=f"Flight Deck: {source.label}")
-    state.write_query(st.query_params, ss)
+            export.render(loaded, title=f"Flight Deck: {source_label}")
 
 
 def _failed(label: str, exc: Exception) -> None:
