@@ -198,7 +198,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.mark.parametrize("folder", SCENARIOS, ids=[p.name for p in SCENARIOS])
-def test_local_cluster_gives_the_same_report_on_every_sample(folder: Path) -> None:
+def test_a_cluster_started_by_hand_gives_the_same_report_on_every_sample(cluster: Cluster, folder: Path) -> None:
+    assert report_json(folder, "--dask", cluster.address) == report_json(folder)
+
+
+@pytest.mark.parametrize("folder", SCENARIOS[:2], ids=[p.name for p in SCENARIOS[:2]])
+def test_local_cluster_gives_the_same_report_on_samples(folder: Path) -> None:
     assert report_json(folder, "--dask", "local:2") == report_json(folder)
 
 
