@@ -240,9 +240,8 @@ def _collect(
             raise LoadCancelled("the load was cancelled")
         ready = finished.next_batch(block=False)
         if not ready and time.monotonic() - last_progress > stall_s:
-            for index, batch in enumerate(batches):
-                if order.open_files.get(index):  # its task has not come back
-                    order.add(index, batch, None)
+            for index in order.missing():  # their tasks have not come back
+                order.add(index, batches[index], None)
             return
         if not ready:
             with finished.thread_condition:

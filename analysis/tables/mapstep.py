@@ -2,8 +2,8 @@
 
 An engine runs :func:`load_batch` (files -> one merged part and the files' errors) over
 batches and hands each result to ``on_result`` in the caller's thread, in the batches'
-order (so every engine builds the same tables). Engines: :class:`Inline` (this thread), ``pool.WorkerPool`` (local worker
-processes), ``dask_engine.DaskEngine`` (a Dask cluster). Whatever happens to a worker,
+order (so every engine builds the same tables). Engines: :class:`Inline` (this thread),
+``pool.WorkerPool`` (local worker processes), ``dask_engine.DaskEngine`` (a Dask cluster). Whatever happens to a worker,
 an engine reports every file of every batch exactly once, as tables or as an error.
 """
 
@@ -93,6 +93,10 @@ class InOrder(Generic[R]):
     def done(self) -> bool:
         """Every expected batch is delivered."""
         return not self.open_files
+
+    def missing(self) -> list[int]:
+        """The batches of which some file has not been reported yet."""
+        return [index for index, files in self.open_files.items() if files]
 
 
 class Inline:
