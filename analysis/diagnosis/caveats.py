@@ -263,11 +263,19 @@ def _offsets(c: pd.DataFrame, t: np.ndarray) -> dict[int, float]:
 def _step_ns(c: pd.DataFrame, t: np.ndarray) -> float | None:
     """The longest typical interval between consecutive collectives of one group (ns)."""
     member = group_ids(c, [s.PG_KEY, s.RANK], first_seen=False)
-    frame = pd.DataFrame({"m": member, "g": c[s.PG_KEY].astype(str).to_numpy(), "q": c[s.SEQ].to_numpy(), "t": t})
-    agg = frame.groupby("m").agg(g=("g", "first"), q0=("q", "min"), q1=("q", "max"), t0=("t", "min"), t1=("t", "max"))
-    agg = agg.loc[agg["q1"] > agg["q0"]]
-    if agg.empty:
+    group = group_ids(c, [s.PG_KEY], first_seen=False)
+    n = int(member.max()) + 1
+    q = c[s.SEQ].to_numpy(dtype=np.float64)
+    q0, q1, t0, t1 = np.full(n, np.inf), np.full(n, -np.inf), np.full(n, np.inf), np.full(n, -np.inf)
+    np.minimum.at(q0, member, q)
+    np.maximum.at(q1, member, q)
+    np.minimum.at(t0, member, t)
+    np.maximum.at(t1, member, t)
+    group_of = np.empty(n, dtype=np.int64)
+    group_of[member] = group
+    spans = q1 > q0
+    if not spans.any():
         return None
-    per_seq = (agg["t1"] - agg["t0"]) / (agg["q1"] - agg["q0"])
-    step = float(per_seq.groupby(agg["g"]).median().max())
+    per_seq = pd.Series((t1 - t0)[spans] / (q1 - q0)[spans])
+    step = float(per_seq.groupby(group_of[spans]).median().max())
     return step if step > 0 else None
