@@ -9,14 +9,26 @@ same point in it, those ranks are explained by the dead one, and so, transitivel
 silent ranks sharing such a group with them. Only stalls nothing else explains are
 named.
 
-A rank whose stage-mates went on (a group it shares with its chain holds a member that
-waits in a recorded collective) is stuck itself, not blocked behind the dead one. A chain-mate
-stuck on its own next to a rank whose file was lost would look the same as one blocked
-behind a dead rank, so the ranks behind it are kept as possible causes, not cleared.
+A silent rank whose last recorded collective was in a group with the dead rank, and that
+issued nothing after it, is explained by the dead rank too, whatever its stage-mates did:
+a collective with a member that dies never returns, or ends in an error the dump cannot
+tell from completion (gloo retires it either way).
+
+Any other silent rank is explained by the dead rank as well: where the dumps record no
+send/recv, a rank blocked in one with the dead rank, or with a rank blocked behind it,
+waits in no recorded collective, and one dead rank is a simpler account than a second,
+independent stall. Even its stage-mates going on proves nothing: each stage-mate has its
+own pipeline peers, which may be alive.
+
+A rank stuck on its own next to a rank whose file was only lost looks the same as one
+blocked behind a dead rank, so the ranks behind it are kept as possible causes, never
+cleared.
 """
 
 from __future__ import annotations
 
+from .. import schema as s
+from ..model.cells import ROW
 from ..model.groups import ProcessGroup
 from .analysis import Analysis
 from .consequences import silent
@@ -59,39 +71,59 @@ def _closure(groups: list[ProcessGroup], dead: set[int]) -> dict[int, int]:
     return {r: d for r, d in reached.items() if r not in dead}
 
 
-def _left_by_stage_mates(a: Analysis, rank: int, chain: set[int], blocked_ranks: set[int]) -> bool:
-    """``rank`` shares a group with a chain-mate in which another member waits in a recorded
-    collective: its stage-mates went on, where a pipeline wait would have stopped them too."""
-    return any(
-        rank in g.ranks and len(set(g.ranks) & chain) > 1 and any(r in blocked_ranks for r in g.ranks)
+def _last_with_dead(a: Analysis, dead: set[int], silent: set[int]) -> dict[int, int]:
+    """Silent ranks whose last recorded collective was in a group with a dead member, which
+    no live member of it went past: rank -> that dead rank."""
+    cells = a.cells
+    if cells.empty:
+        return {}
+    last = cells.loc[cells.groupby(s.RANK, observed=True)[ROW].idxmax(), [s.RANK, s.PG_KEY, s.SEQ]]
+    held = {}
+    for rank, key, seq in last.itertuples(index=False):
+        g = a.groups.groups.get(str(key))
+        if int(rank) not in silent or g is None:
+            continue
+        with_dead = sorted(set(g.ranks) & dead)
+        if with_dead and all(_issued(a, g, r) <= int(seq) for r in g.ranks if r not in dead):
+            held[int(rank)] = with_dead[0]
+    return held
+
+
+def _nearest_dead(a: Analysis, rank: int, dead: set[int]) -> int:
+    """The dead rank that shares the smallest group with ``rank`` (the lowest if none does)."""
+    shared = [
+        (len(g.ranks), min(set(g.ranks) & dead))
         for g in a.groups.groups.values()
-        if len(g.ranks) < len(set(a.dumps.ranks) | set(a.missing_dumps))
-    )
+        if rank in g.ranks and dead & set(g.ranks)
+    ]
+    return min(shared)[1] if shared else min(dead)
 
 
-def behind_dead(a: Analysis, blocked_ranks: set[int]) -> dict[int, int]:
-    """Silent ranks explained by a dead rank of their chain: rank -> the dead rank."""
+CHAIN, LAST, SILENT = "chain", "last", "silent"
+"""How a silent rank is behind a dead one: it stopped with it in a group of its chain; its
+last collective was with it; or it is only silent, next to it, where the dumps record no
+send/recv."""
+
+
+def behind_dead(a: Analysis, blocked_ranks: set[int]) -> dict[int, tuple[int, str]]:
+    """Silent ranks explained by a dead rank: rank -> (the dead rank, how)."""
     dead = set(a.missing_dumps)
     if not dead or a.records_p2p:
         return {}
     silent = set(a.dumps.ranks) - blocked_ranks
-    while True:
-        quiet = _quiet_groups(a, dead, silent)
-        by = _closure(quiet, dead)
-        chains = {d: {r for r, dd in by.items() if dd == d} | {d} for d in set(by.values())}
-        busy = {r for r, d in by.items() if _left_by_stage_mates(a, r, chains[d], blocked_ranks)}
-        if not busy:
-            return by
-        silent -= busy
+    by = {r: (_nearest_dead(a, r, dead), SILENT) for r in silent}
+    by.update({r: (d, LAST) for r, d in _last_with_dead(a, dead, silent).items()})
+    by.update({r: (d, CHAIN) for r, d in _closure(_quiet_groups(a, dead, silent), dead).items()})
+    return by
 
 
 def dead_findings(a: Analysis, blocked_ranks: set[int], kept: list[Finding]) -> tuple[list[Finding], list[Finding]]:
-    """The findings that stay causes, and per dead rank a finding that keeps the silent ranks
-    behind it as possible causes only."""
+    """The findings that stay causes, and per dead rank (and how) a finding that keeps the
+    silent ranks behind it as possible causes only."""
     by = behind_dead(a, blocked_ranks)
     behind = [f for f in kept if silent(f, blocked_ranks) and f.rank in by]
     notes = []
-    for d in sorted({by[f.rank] for f in behind}):
-        ranks = tuple(sorted(f.rank for f in behind if by[f.rank] == d))
-        notes.append(Finding(Kind.BEHIND_NO_DUMP, Role.POSSIBLE, ranks, None, detail={"dead": d}))
+    for d, how in sorted({by[f.rank] for f in behind}):
+        ranks = tuple(sorted(f.rank for f in behind if by[f.rank] == (d, how)))
+        notes.append(Finding(Kind.BEHIND_NO_DUMP, Role.POSSIBLE, ranks, None, detail={"dead": d, "how": how}))
     return [f for f in kept if f not in behind], notes

@@ -179,15 +179,27 @@ def _pipeline_blocked(f: Finding, where: str) -> str:
 
 
 def _behind_no_dump(f: Finding, where: str) -> str:
-    dead = f.detail["dead"]
+    dead, how = f.detail["dead"], f.detail.get("how", "chain")
     one = len(f.ranks) == 1
-    text = (
-        f"{ranks_text(f.ranks).capitalize()} {'waits' if one else 'wait'} in no recorded collective and stopped "
-        f"at the same point as the rest of {'its' if one else 'their'} pipeline chain, whose rank {dead} wrote "
-        f"no dump: most likely blocked in a send/recv (gloo records none) behind rank {dead}"
+    who = f"{ranks_text(f.ranks).capitalize()} {'waits' if one else 'wait'} in no recorded collective"
+    if how == "chain":
+        why = (
+            f"and stopped at the same point as the rest of {'its' if one else 'their'} pipeline chain, "
+            f"whose rank {dead} wrote no dump: most likely blocked in a send/recv (gloo records none) behind rank {dead}"
+        )
+    elif how == "last":
+        why = (
+            f"and issued nothing after {'its' if one else 'their'} last collective with rank {dead}, which wrote "
+            f"no dump: a collective with a member that died never returns or ends in an error"
+        )
+    else:
+        why = (
+            f"next to rank {dead}, which wrote no dump: most likely blocked in a send/recv (gloo records none) "
+            f"with it or with a rank behind it"
+        )
+    return (
+        f"{who} {why}; if rank {dead}'s file was only lost, {'it' if one else 'one of them'} may be stuck on its own."
     )
-    who = "it" if one else "one of them"
-    return f"{text}; if rank {dead}'s file was only lost, {who} may be stuck on its own."
 
 
 def _p2p_invisible(f: Finding, where: str) -> str:
