@@ -14,7 +14,7 @@ from ..model.families import Families, program_families
 from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
 from ..model.progress import Progress, compute_progress
-from ..model.world import complete_inferred_groups, estimate_world
+from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
 from .exchange import Imbalance, find_imbalances
@@ -56,11 +56,12 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     """Everything up to (not including) the verdict."""
     index = build_groups(dumps)
     have_dump = set(dumps.ranks)
-    world = estimate_world(index, have_dump)
-    complete_inferred_groups(index, world, have_dump)
+    cells = build_cells(dumps, index)
+    lone = lone_waiting(index, cells, dumps.entries)
+    world = estimate_world(index, have_dump, lone)
+    complete_inferred_groups(index, world, have_dump, lone)
     expected = {r for g in index.groups.values() for r in g.ranks} | set(range(world))
     missing = sorted(r for r in expected if r not in have_dump)
-    cells = build_cells(dumps, index)
     errored = reopen_errored(cells, index, set(missing))
     progress = compute_progress(dumps, index, cells, errored)
     families = program_families(cells, {k: g.desc for k, g in index.groups.items()})

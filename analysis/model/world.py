@@ -3,14 +3,22 @@
 gloo dumps name no members of a group beyond the ranks that have entries for it, so a
 rank that wrote no dump is missing from every inferred group. The world size follows
 from the highest rank seen, or from a partition of the world into same-description
-groups (TP groups of 2 covering 8 ranks imply 8 ranks even if rank 7 wrote nothing).
+groups (TP groups of 2 covering 8 ranks imply 8 ranks even if rank 7 wrote nothing),
+or, where one rank wrote the only dump, from a group of which it is the one known member
+and in which it waits: a collective of one member never waits, so the group has a member,
+and it wrote no dump.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
 from ..types import Membership
+from .cells import DONE
 from .groups import GroupIndex, ProcessGroup
 
 
@@ -21,9 +29,29 @@ def full_size(groups: list[ProcessGroup]) -> int:
     return max(sizes, key=lambda n: (sizes[n], n))
 
 
-def estimate_world(index: GroupIndex, have_dump: set[int]) -> int:
+def lone_waiting(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame) -> list[ProcessGroup]:
+    """Inferred groups whose one known member waits in a collective there, where that rank
+    wrote the only dump: another member, which must exist, can only be a rank without one.
+    Only where the dump holds the rank's whole record (its ring buffer never wrapped):
+    otherwise the group's past may have rolled out."""
+    ranks = cells[s.RANK].unique()
+    if len(ranks) != 1 or not _whole_records(entries):
+        return []
+    lone = {k for k, g in index.groups.items() if g.membership_source == Membership.INFERRED and len(g.ranks) == 1}
+    waiting = set(cells.loc[~cells[DONE].to_numpy(dtype=bool), s.PG_KEY].astype(str))
+    return [index.groups[k] for k in sorted(lone & waiting) if index.groups[k].name != "0"]
+
+
+def _whole_records(entries: pd.DataFrame) -> bool:
+    """Every rank's entries start at record id 0."""
+    first = entries.groupby(s.RANK, observed=True)[s.RECORD_ID].min()
+    return bool(len(first)) and bool((first.to_numpy(dtype=np.int64, na_value=-1) == 0).all())
+
+
+def estimate_world(index: GroupIndex, have_dump: set[int], lone: list[ProcessGroup] = ()) -> int:
     """World size: the highest rank seen, or what a partition of the world into
-    same-description groups implies."""
+    same-description groups implies, or one more where ``lone`` (see :func:`lone_waiting`)
+    shows a member that wrote no dump and no rank below the highest is missing."""
     world = max(have_dump, default=-1) + 1
     by_desc: dict[str, list[ProcessGroup]] = defaultdict(list)
     for g in index.groups.values():
@@ -35,11 +63,14 @@ def estimate_world(index: GroupIndex, have_dump: set[int]) -> int:
         members = [r for g in groups for r in g.ranks]
         if len(groups) > 1 and len(set(members)) == len(members):
             world = max(world, modal * len(groups))
+    if lone and all(r in have_dump for r in range(world)):
+        world += 1
     return world
 
 
-def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int]) -> None:
-    """Give inferred groups the members that had no dump, where that is unambiguous."""
+def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int], lone: list[ProcessGroup] = ()) -> None:
+    """Give inferred groups the members that had no dump, where that is unambiguous; a
+    ``lone`` group gets the one rank without a dump that no group of its description has."""
     absent = [r for r in range(world) if r not in have_dump]
     for g in index.groups.values():
         if g.membership_source != Membership.INFERRED:
@@ -59,3 +90,8 @@ def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int])
         free = [r for r in absent if r not in taken]
         if len(short) == 1 and len(free) == modal - len(short[0].ranks):
             short[0].ranks = tuple(sorted((*short[0].ranks, *free)))
+    for g in lone:
+        taken = {r for other in by_desc.get(g.desc, [g]) for r in other.ranks}
+        free = [r for r in absent if r not in taken]
+        if len(g.ranks) == 1 and len(free) == 1:
+            g.ranks = tuple(sorted((*g.ranks, *free)))
