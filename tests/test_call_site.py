@@ -37,3 +37,33 @@ def test_python_only_stack() -> None:
 def test_stack_without_python_frames_falls_back_to_the_innermost_non_torch_frame() -> None:
     assert call_site(["??:0 in a()", "Ops.cpp:0 in b()"]) == "??:0 in a()"
     assert call_site([]) == ""
+
+
+def test_inner_steps_of_a_helper_are_not_call_sites() -> None:
+    """``wrapper`` -> ``_collective`` -> ``_issue`` -> ``comm.all_reduce`` -> the caller: the
+    frames under ``_issue`` have one caller each, yet every collective passes through them."""
+    import pandas as pd
+
+    from analysis import schema as s
+    from analysis.model.callsites import job_call_sites
+
+    def stack(*outer: str) -> str:
+        inner = ["/w/launch.py:82 in _collective", "/w/launch.py:244 in _issue"]
+        return "\n".join(["/t/torch/distributed/c10d.py:3245 in all_reduce", *inner, *outer])
+
+    stacks = pd.DataFrame(
+        {
+            s.STACK_ID: [0, 1, 2],
+            s.FRAMES: [
+                stack("/w/launch.py:167 in all_reduce", "/w/launch.py:327 in get_grad_norm_fp32"),
+                stack("/w/launch.py:167 in all_reduce", "/w/launch.py:349 in log_debug_metric"),
+                stack("/w/launch.py:200 in barrier", "/w/launch.py:343 in save_checkpoint"),
+            ],
+        }
+    )
+    sites = job_call_sites(stacks)
+    assert sites == {
+        0: "/w/launch.py:327 in get_grad_norm_fp32",
+        1: "/w/launch.py:349 in log_debug_metric",
+        2: "/w/launch.py:200 in barrier",
+    }

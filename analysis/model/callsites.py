@@ -5,8 +5,10 @@ seq of a group can be compared. Per stack it is the innermost Python frame outsi
 torch (see ``ingest.stacks.call_site``), but programs route collectives through helpers
 of their own (``comm.all_reduce`` -> ``_issue``): a helper's frame is the same for every
 collective that passes through it and tells nothing about which call it is. A frame is
-a helper when the job's stacks show it called from more than one place; the call site
-is then the first frame, going outwards, that is not one (a few helpers deep at most).
+a helper when the job's stacks show it called from more than one place, or from only
+one frame that is itself a helper (the inner steps of a helper: ``_issue`` ->
+``_collective``); the call site is then the first frame, going outwards, that is not one
+(a few helpers deep at most).
 """
 
 from __future__ import annotations
@@ -35,12 +37,24 @@ def job_call_sites(stacks: pd.DataFrame) -> dict[int, str]:
     for frames in user.values():
         for inner, outer in pairwise(frames):
             callers[inner].add(outer)
+    helper: dict[str, bool] = {}
+
+    def is_helper(frame: str) -> bool:
+        seen = []
+        while frame not in helper and len(callers[frame]) == 1 and frame not in seen:
+            seen.append(frame)  # an inner step of whatever its one caller is
+            frame = next(iter(callers[frame]))
+        known = helper.get(frame, len(callers[frame]) > 1)
+        for f in [*seen, frame]:
+            helper[f] = known
+        return known
+
     sites = {}
     for sid, frames in user.items():
         if not frames:
             continue
         i = 0
-        while i < min(MAX_HELPERS, len(frames) - 1) and len(callers[frames[i]]) > 1:
+        while i < min(MAX_HELPERS, len(frames) - 1) and is_helper(frames[i]):
             i += 1
         sites[sid] = frames[i]
     return sites
