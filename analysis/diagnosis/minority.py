@@ -9,6 +9,10 @@ side everywhere are at the same point of the program as each other, blocked at w
 in their own program comes first; they skipped nothing. The minority is named only
 where every point has a strict minority and no rank is on the larger side of one point
 and the smaller side of another.
+
+A rank that issued the collective its peers wait in, but holds it queued behind an
+earlier one of its own, takes no side there: it waits at that earlier point, which is
+one of the cycle's points itself.
 """
 
 from __future__ import annotations
@@ -34,7 +38,11 @@ def cycle_minority(graph: WaitGraph, comp: list[int]) -> set[int]:
     waited on at, or an empty set where the points do not agree."""
     inside = set(comp)
     points = [e for e in graph.edges if e.waiter in inside or e.blocker in inside]
-    if any(e.reason != WaitReason.NOT_ISSUED for e in points if e.waiter in inside and e.blocker in inside):
+    within = [e for e in points if e.waiter in inside and e.blocker in inside]
+    if any(e.reason not in (WaitReason.NOT_ISSUED, WaitReason.QUEUED) for e in within):
+        return set()
+    held_at = {e.waiter for e in within if e.reason == WaitReason.NOT_ISSUED}
+    if any(e.reason == WaitReason.QUEUED and e.blocker not in held_at for e in within):
         return set()
     smaller: set[int] = set()
     larger: set[int] = set()
