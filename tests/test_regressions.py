@@ -20,8 +20,17 @@ CASES = sorted(p for p in (Path(__file__).parent / "regressions").iterdir() if (
 
 @pytest.mark.parametrize("case", CASES, ids=[p.name for p in CASES])
 def test_regression_is_diagnosed(case: Path) -> None:
+    """A case the generator now leaves out as not gradable (``not_gradable``: its dumps
+    cannot tell the fault from another) keeps what they can show: no rank named but the
+    culprits, and the culprits named wherever the dumps show them at all."""
     truth = json.loads((case / "truth.json").read_text())
     report = analysis.analyze(case, use_cache=False).to_dict()
+    if truth.get("not_gradable"):
+        named = set(report["suspect_ranks"])
+        assert named <= set(truth["culprit_ranks"]), f"{case.name}: names {sorted(named)}"
+        if truth["family"] == "skip_collective":  # a silent rank peers wait on: the one singled out
+            assert sorted(named) == sorted(truth["culprit_ranks"]), f"{case.name}: names {sorted(named)}"
+        return
     exact, klass = grade_report(truth, report)
     assert exact and klass, (
         f"{case.name}: {truth['fault']}\ntruth: culprits {truth['culprit_ranks']}, classes {truth['accepted_classes']}\n"
@@ -45,9 +54,9 @@ OPEN = sorted(p for p in (Path(__file__).parent / "regressions_open").iterdir() 
 @pytest.mark.parametrize("case", OPEN, ids=[p.name for p in OPEN])
 @pytest.mark.xfail(strict=True, reason="a miss not fixed yet; when it passes, move it to regressions/")
 def test_open_miss_is_still_missed(case: Path) -> None:
-    """Misses without a fix: gloo skips whose skipper went on into an unrecorded send/recv
-    (its record ends where a stuck rank's would), 2-rank ties with no history (a 30-entry
-    buffer, a first collective), gloo ranks blocked behind a dead or stuck pipeline peer the
-    dumps do not link them to, and skips, extra collectives and unposted send/recv that
-    also name a victim or get the class wrong. Kept so a change that fixes one shows, and so none is forgotten."""
+    """Misses without a fix: 2-rank ties with no history (a first collective), skips, extra
+    collectives, op mismatches and unposted send/recv in NCCL dumps with little history
+    (onlyActive, small buffers) that also name a victim or get the class wrong, and two
+    culprits where one hides behind the other. Kept so a change that fixes one shows, and
+    so none is forgotten."""
     test_regression_is_diagnosed(case)

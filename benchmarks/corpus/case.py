@@ -154,7 +154,8 @@ def generate_case(kind: str, family: str, seed: int, out_dir: str | Path) -> dic
         names = {r: nccl.file_name(plan, r) for r in range(plan.layout.world_size)}
         obs = _observe_files(plan, out, names, sim_obs)
         file_prefix = nccl.FILE_PREFIX
-    culprits, hidden = culprits_and_visibility(kind, family, plan.faults, plan.diverged, obs, plan.topo)
+    lists_members = kind == "nccl" or plan.variants.fill_pg_config
+    culprits, hidden = culprits_and_visibility(kind, family, plan.faults, plan.diverged, obs, plan.topo, lists_members)
     if hidden is not None:
         raise CaseSkipped(f"the dumps cannot show the fault: {hidden}")
     fam = FAMILIES[family]

@@ -461,6 +461,7 @@ def culprits_and_visibility(
     diverged: list[dict[str, Any]],
     obs: Observation,
     topo: Topology,
+    lists_members: bool = True,
 ) -> tuple[list[int], str | None]:
     """(the ranks a correct diagnosis names, why the case cannot be graded fairly, or None).
 
@@ -468,7 +469,11 @@ def culprits_and_visibility(
     unposted op is invisible: there they are the ranks the dumps single out
     (``Observation.singled_out``). A case is not gradable when the dumps cannot
     show its fault, or when they single out ranks that are not culprits (a rank
-    blocked in an unrecorded send/recv that looks exactly like a stuck one).
+    blocked in an unrecorded send/recv that looks exactly like a stuck one), or when they
+    cannot tell the fault from another: a gloo skipper that recorded nothing after the
+    skip ends its record where a stuck rank would; a rank that died without a dump, above
+    every dumped rank, with no dump waiting and no pg_config listing members
+    (``lists_members`` False), leaves no sign that it existed.
     """
     injected = sorted({f.rank for f in faults})
 
@@ -494,7 +499,16 @@ def culprits_and_visibility(
     if extra:
         return injected, f"the dumps also single out rank(s) {extra}, which look exactly like a stuck rank"
     if family == "crash_no_dump":
+        if not any_pending and not lists_members and _dead_unseen(obs):
+            return injected, "no dumped rank waits on anything, and no dump shows that the dead rank exists"
         return injected, None
+    if family == "skip_collective" and kind == "gloo":
+        level = [r for r in injected if obs.silent(r) and not _ahead_anywhere(obs, topo, r)]
+        if level:
+            return injected, (
+                f"rank(s) {level} recorded nothing after the skip (blocked in a send/recv gloo does not "
+                "record): the record ends where a stuck rank's would, so a skip cannot be told from a stall"
+            )
     if family in ("stuck_compute", "two_culprits"):
         hidden = [r for r in injected if r not in singled]
         if hidden:
@@ -566,3 +580,19 @@ def draw(kind: str, family: str, seed: int, max_attempts: int = 60) -> CasePlan:
 
 def stall_of(plan: CasePlan, rank: int) -> Stall | None:
     return plan.outcome.stalled_at.get(rank)
+
+
+def _ahead_anywhere(obs: Observation, topo: Topology, rank: int) -> bool:
+    """``rank`` issued, in some group, a collective none of its peers there issued."""
+    mine = obs.issued.get(rank, {})
+    for g in topo.member_groups(rank):
+        peers = [r for r in g.ranks if r != rank and r not in obs.dumps_missing]
+        if peers and mine.get(g.name, 0) > max(obs.issued.get(r, {}).get(g.name, 0) for r in peers):
+            return True
+    return False
+
+
+def _dead_unseen(obs: Observation) -> bool:
+    """Every dead rank is above every dumped rank: with a stock pg_config nothing names it."""
+    dumped = [r for r in range(obs.world) if r not in obs.dumps_missing]
+    return bool(dumped) and min(obs.dumps_missing) > max(dumped)
