@@ -130,3 +130,29 @@ def _common(here: pd.DataFrame) -> pd.Series:
         if here[col].astype(str).nunique() != 1:
             row[col] = ""
     return row
+
+
+def history_shift(cells: pd.DataFrame, key: str, seq: int, odd: set[int]) -> int:
+    """+1 where the ``odd`` ranks issued at ``seq`` what the group, at the same point of its
+    earlier steps, issued one seq later (they skipped one); -1 where they issued what it
+    issued one seq earlier (they added one); 0 where the history does not show either.
+
+    The live seqs show a shift only once the others have issued the next seq too; a rank
+    that skipped the last collective before a host sync leaves them blocked before it.
+    """
+    group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
+    here = group_cells.loc[group_cells[s.SEQ] == seq]
+    is_odd = here[s.RANK].isin(odd).to_numpy()
+    mine = set(_calls(here.loc[is_odd]).itertuples(index=False, name=None))
+    theirs = Counter(_calls(here.loc[~is_odd]).itertuples(index=False, name=None)).most_common(1)
+    agreed = _agreed_rows(group_cells, seq)
+    if len(mine) != 1 or not theirs or agreed.empty:
+        return 0
+    (mine_call,), expected = mine, theirs[0][0]
+    points = _same_point(agreed, _common(here.loc[~is_odd]), seq, s.INPUT_SIZES)
+    call_at = dict(zip(agreed[s.SEQ].astype(int), _calls(agreed).itertuples(index=False, name=None)))
+    for shift in (1, -1):
+        near = [call_at.get(q + shift) for q in points if q + shift in call_at and q + shift < seq]
+        if near and all(c == mine_call != expected for c in near) and all(call_at.get(q) == expected for q in points):
+            return shift
+    return 0

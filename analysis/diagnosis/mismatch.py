@@ -18,7 +18,7 @@ from .. import schema as s
 from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
-from .history import history_vote, seen_call_vote
+from .history import history_shift, history_vote, seen_call_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
@@ -130,7 +130,7 @@ def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
         (int(r), int(q)): tuple(map(str, v)) for r, q, *v in near[[s.RANK, s.SEQ, *_WHOLE]].itertuples(index=False)
     }
     if m.decisive:
-        shift = _shift_of(entry, set(m.odd_ranks), m.seq)
+        shift = _shift_of(entry, set(m.odd_ranks), m.seq) or history_shift(cells, m.pg_key, m.seq, set(m.odd_ranks))
         return replace(m, failure_class=FailureClass.DESYNC, shift=shift) if shift else m
     at_seq = {r: v for (r, q), v in entry.items() if q == m.seq}
     sides: dict[tuple[str, ...], set[int]] = {}
