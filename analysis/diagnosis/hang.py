@@ -231,6 +231,14 @@ def _past(w: _Waits, rank: int, skipped: list[WaitEdge]) -> Finding:
     )
 
 
+def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict[int, Finding | None]) -> bool:
+    """Whether ``rank`` is a cause only because ranks that went past a collective, or added
+    one, wait on it: they wait where their peers have not arrived, as a consequence of their
+    own divergence."""
+    divergent = {r for r, f in found.items() if f is not None and f.kind in (Kind.SKIPPED, Kind.EXTRA)}
+    return rank not in divergent and bool(divergent) and all(e.waiter in divergent for e in causes[rank])
+
+
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
@@ -238,8 +246,8 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
         return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
     if causes and len(causes) < len(comp):
-        found = [_went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())]
-        return [f for f in found if f is not None], []
+        found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
+        return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []
     # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
     departed = _departed(w, comp)
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
