@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import schema as s
 from ..model.cells import created_ns
-from ..model.order import ProgramOrder
+from ..model.order import ProgramOrder, Token
 from ..model.routine import Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
@@ -113,15 +113,40 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     return None
 
 
-def _extra(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
-    """``rank`` issued a collective no other rank issues, and its peers moved on past it."""
+def _extra(w: _Waits, order: ProgramOrder, rank: int, by_position_only: bool = False) -> Finding | None:
+    """``rank`` issued a collective no other rank issues, and its peers moved on past it; or
+    it reached one its step-mates issue only later in the program (see ``reached_early``),
+    the only test with ``by_position_only``."""
     for b in w.graph.blocked:
         if b.rank != rank or b.is_p2p:
             continue
         peers = [p for p in w.a.groups.groups[b.pg_key].ranks if p != rank]
-        if order.is_extra(rank, order.token(b.pg_key, b.seq), peers):
+        token = order.token(b.pg_key, b.seq)
+        extra = not by_position_only and order.is_extra(rank, token, peers)
+        if extra or order.reached_early(rank, token, _step_mates_ahead(w, order, rank)):
             return extra_finding(w.a, rank, b.pg_key, b.seq, b.op, w.created.get((b.pg_key, rank, b.seq), NEVER))
     return None
+
+
+def _step_mates_ahead(w: _Waits, order: ProgramOrder, rank: int) -> dict[int, tuple[Token, int]]:
+    """The members of ``rank``'s step group (the one it issued the most collectives in), where
+    all of them, two or more, went further in it: mate -> (the first collective there
+    ``rank`` never issued, how many more)."""
+    progress = w.a.progress
+
+    def issued(key: str, r: int) -> int:
+        p = progress.get((key, r))
+        return -1 if p is None or p.enqueued is None else p.enqueued
+
+    mine = [(issued(k, rank), k) for k, g in w.a.groups.groups.items() if rank in g.ranks and len(g.ranks) > 1]
+    if not mine:
+        return {}
+    top, key = max(mine)
+    if top < 0:
+        return {}
+    mates = [m for m in w.a.groups.groups[key].ranks if m != rank]
+    ahead = {m: (order.token(key, top + 1), beyond) for m in mates if (beyond := issued(key, m) - top) > 0}
+    return ahead if len(mates) >= 2 and len(ahead) == len(mates) else {}  # every mate went on: not one diverged
 
 
 def _straggler(w: _Waits, rank: int) -> Finding:
@@ -216,8 +241,9 @@ def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge],
     """A cause of a cycle: it went past a collective its peers wait for it in (desync), or
     holds them up otherwise (a send/recv it never posted)."""
     skipped = [e for e in edges if e.reason == WaitReason.NOT_ISSUED]
-    if not skipped:
-        return _waited_on(w, rank, comp)
+    if not skipped:  # a send/recv it never posted, too, follows from being elsewhere in its program
+        early = _extra(w, order, rank, by_position_only=True)
+        return early if early is not None else _waited_on(w, rank, comp)
     found = _skipped(w, order, rank) or _extra(w, order, rank)
     return found if found is not None else _past(w, rank, skipped)
 

@@ -119,3 +119,23 @@ class ProgramOrder:
             if p not in previous or not any(rec > previous[p] for rec, _ in self._history(p)):
                 return False
         return True
+
+    def reached_early(self, rank: int, pending: Token, mates: dict[int, tuple[Token, int]]) -> bool:
+        """``rank`` issued ``pending`` at an earlier point of its program than its step-mates did.
+
+        ``mates``: step-mate -> (the first collective of their shared step group that
+        ``rank`` never issued, how many of that group's collectives the mate issued beyond
+        ``rank``). Mates that each issued two or more of them, that one first, before their
+        own ``pending``, ran them before ``pending`` in the program ``rank`` runs too: ``rank``
+        got to ``pending`` with one collective more of its group than the mate had there (an
+        added one), or had skipped all of them; one added collective is the simpler account.
+        """
+        issued = self._records(pending)
+        if rank not in issued:
+            return False
+
+        def early(mate: int, first_missed: Token, beyond: int) -> bool:
+            rec = self._records(first_missed).get(mate)
+            return beyond >= 2 and mate in issued and rec is not None and rec < issued[mate]
+
+        return bool(mates) and all(early(m, t, n) for m, (t, n) in mates.items())
