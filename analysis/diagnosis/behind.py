@@ -5,11 +5,15 @@ next collective, and the wait-for graph finds it; but when the peers of that col
 are themselves blocked elsewhere (two faults, or a pipeline), nobody waits on it
 visibly. Its step-mates (the group it moves in step with, see :mod:`.consequences`)
 show where it should be: when every one of them went on to a collective it never
-issued and waits there, while it waits in nothing, it stopped on its own.
+issued and waits there, while it waits in nothing, it stopped on its own. Where the
+dumps record send/recv (NCCL), the step-mates' host may have issued that collective
+behind a send/recv their device waits in: every mate having issued more of the step
+group than the rank is enough.
 """
 
 from __future__ import annotations
 
+from .. import schema as s
 from ..model.order import ProgramOrder
 from ..types import FailureClass
 from .analysis import Analysis
@@ -25,24 +29,35 @@ def left_behind(a: Analysis, order: ProgramOrder, blocked_ranks: set[int], known
     for rank in sorted(steps.silent - known):
         g = steps.step_group(rank)
         mates = [r for r in g.ranks if r != rank] if g is not None else []
-        if not mates or not all(m in heads for m in mates):
+        if not mates:
             continue
-        tokens = {order.token(heads[m].pg_key, heads[m].seq) for m in mates}
-        if any(rank in order.issuers(t) for t in tokens):
+        if all(m in heads for m in mates):
+            tokens = {order.token(heads[m].pg_key, heads[m].seq) for m in mates}
+            if any(rank in order.issuers(t) for t in tokens):
+                continue
+            b = heads[mates[0]]
+            where = (b.pg_key, b.seq, b.op)
+        elif a.records_p2p and all(steps.issued(g, m) > steps.issued(g, rank) for m in mates):
+            where = (g.key, steps.issued(g, rank) + 1, _op_at(a, g.key, steps.issued(g, rank) + 1))
+        else:
             continue
-        b = heads[mates[0]]
         found.append(
             Finding(
                 Kind.LEFT_BEHIND,
                 Role.SUSPECT,
                 (rank,),
                 FailureClass.MISSING_PARTICIPANT,
-                b.pg_key,
-                b.seq,
-                b.op,
+                *where,
                 waiters=tuple(mates),
                 since=NEVER,
                 detail={"step_group": g.key},
             )
         )
     return found
+
+
+def _op_at(a: Analysis, key: str, seq: int) -> str | None:
+    """The op the members that issued (group, seq) issued there, if the dumps hold it."""
+    c = a.cells
+    hit = c.loc[(c[s.PG_KEY] == key).to_numpy() & (c[s.SEQ] == seq).to_numpy(), s.OP]
+    return str(hit.iloc[0]) if len(hit) else None
