@@ -68,3 +68,20 @@ def test_the_tables_are_the_same_whether_the_imports_ran_beside_the_workers_or_n
     assert meanwhile_calls == [1]
     for name in ("entries", "stacks", "configs", "status", "files"):
         assert getattr(pooled, name).equals(getattr(inline, name)), name
+
+
+def test_a_worker_reads_without_importing_pandas_and_may_still_import_it() -> None:
+    """What the fork server preloads keeps pandas out of its workers' reading."""
+    code = (
+        "import sys\n"
+        "from analysis.tables.worker_start import WORKER_IMPORTS\n"
+        "for name in WORKER_IMPORTS: __import__(name)\n"
+        "from analysis.ingest.discover import discover\n"
+        "from analysis.tables.mapstep import load_batch\n"
+        f"part, errors = load_batch(discover({str(SAMPLE_DUMPS / 'op_mismatch')!r}, None)[0])\n"
+        "assert part is not None and not errors\n"
+        "print('pandas' in sys.modules)\n"
+        "import pyarrow as pa\n"
+        "print(type(pa.table({'a': [1]}).to_pandas()).__name__)\n"
+    )
+    assert _fresh_python(code).split() == ["False", "DataFrame"]
