@@ -210,8 +210,9 @@ def load(
     ``file_filter`` sees the discovered files before any is opened and returns those to
     read plus errors for the rest (the dashboard confines reads to allowed folders).
     ``engine``, ``on_progress`` and ``cancel``: see :func:`map_files`.
-    ``meanwhile`` imports what the caller needs next; it runs on a thread, with pandas'
-    import, while the files are read (see ``background``).
+    ``meanwhile`` imports what the caller needs next; it runs with pandas' import on a
+    thread while worker processes read the files (see ``background``), or after the
+    files are read where this thread reads them itself.
     """
     files, discover_errors = discover(path, pattern)
     if file_filter is not None:
