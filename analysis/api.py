@@ -1,18 +1,28 @@
-"""The one-call entry point: a path in, a Report out."""
+"""The one-call entry point: a path in, a Report out.
+
+The analysis modules (and pandas under them) are imported by :func:`import_analysis`
+while the dumps are read, on a thread (see ``tables.background``), not when this module
+is: a command line starts its workers reading sooner.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .ingest.proxy_ops import read_proxy_ops
-from .report.build import analyze_dumps
-from .report.proxy import with_proxy_waits
-from .report.report import Report
 from .tables.combine import TablesBuilder
 from .tables.load import load, to_dumpset
 from .tables.mapstep import MapEngine
 from .types import DumpSet, HostMap, InputError, Limits
+
+if TYPE_CHECKING:
+    from .report.report import Report
+
+
+def import_analysis() -> None:
+    """Import the modules that turn loaded dumps into a Report."""
+    from .report import build, proxy  # noqa: F401
 
 
 def analyze(
@@ -40,14 +50,29 @@ def analyze(
     if earlier is not None:
         before = load_earlier(earlier, pattern, workers, limits, use_cache, engine)
     dumps = load(
-        path, pattern=pattern, workers=workers, progress=progress, limits=limits, use_cache=use_cache, engine=engine
+        path,
+        pattern=pattern,
+        workers=workers,
+        progress=progress,
+        limits=limits,
+        use_cache=use_cache,
+        engine=engine,
+        meanwhile=import_analysis,
     )
+    from .ingest.proxy_ops import read_proxy_ops
+    from .report.build import analyze_dumps
+    from .report.proxy import with_proxy_waits
+
     report = analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
     return with_proxy_waits(report, read_proxy_ops(proxy_ops)) if proxy_ops is not None else report
 
 
 def analyze_proxy_ops(path: str | Path) -> Report:
     """The proxy-op waits under ``path`` alone, as a Report with no dump loaded."""
+    from .ingest.proxy_ops import read_proxy_ops
+    from .report.build import analyze_dumps
+    from .report.proxy import with_proxy_waits
+
     return with_proxy_waits(analyze_dumps(to_dumpset(TablesBuilder().finish())), read_proxy_ops(path))
 
 
@@ -62,7 +87,15 @@ def load_earlier(
     """The earlier snapshot's dumps, or an InputError naming the folder and why it cannot be used."""
     if not os.path.exists(path):
         raise InputError(f"--compare {os.fspath(path)}: no such file or folder")
-    dumps = load(path, pattern=pattern, workers=workers, limits=limits, use_cache=use_cache, engine=engine)
+    dumps = load(
+        path,
+        pattern=pattern,
+        workers=workers,
+        limits=limits,
+        use_cache=use_cache,
+        engine=engine,
+        meanwhile=import_analysis,
+    )
     if not dumps.ranks:
         why = dumps.file_errors[0].error if dumps.file_errors else "no dump could be read"
         raise InputError(f"--compare {os.fspath(path)}: no Flight Recorder dump could be read ({why})")

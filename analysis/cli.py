@@ -2,6 +2,10 @@
 
 Exit codes: 0 healthy, 1 a hang or mismatch was found, 2 nothing could be analyzed.
 NVIDIA's CollectiveAnalyzer flags (``--fr-path``, ``-p``, ``-v``, ``--debug``) work too.
+
+The report's modules are imported where they are used: by then ``analyze`` has imported
+them while the dumps were read (see ``api``), and importing them here first would make
+the workers wait for pandas.
 """
 
 from __future__ import annotations
@@ -11,21 +15,19 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from .api import analyze, analyze_proxy_ops
-from .diagnosis.proxy_waits import NONE
 from .ingest.discover import discover
 from .ingest.hosts import read_hostfile
 from .ingest.read import read_raw
-from .report.export import write_parquet
-from .report.health_text import render_health
-from .report.proxy_text import edges_table, render_proxy_text
-from .report.report import Report
-from .report.text import render_text
 from .tables.mapstep import MapEngine
 from .types import DumpReadError, HostMap, InputError, Verdict
+
+if TYPE_CHECKING:
+    from .report.report import Report
 
 EXIT_HEALTHY, EXIT_FOUND, EXIT_NOTHING = 0, 1, 2
 
@@ -144,22 +146,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in write_json_copies(path, args.pattern):
             print(problem, file=sys.stderr)
     write_files(report, args)
-    if args.json:
-        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
-    else:
-        if report.ranks_loaded == 0:
-            print(f"No Flight Recorder dump could be read under {path}.", file=sys.stderr)
-            for e in report.file_errors[:50]:
-                print(f"  - {e.file}: {e.error}", file=sys.stderr)
-        else:
-            print(render_text(report, verbose=args.verbose))
-            if args.verbose and report.proxy_waits is not None:
-                print("\n".join(edges_table(report)))
-            if args.health_check:
-                print("\n" + render_health(report.health, verbose=args.verbose))
+    show(report, args, path)
     if report.ranks_loaded == 0:
         return EXIT_NOTHING
     return EXIT_HEALTHY if report.verdict == Verdict.HEALTHY else EXIT_FOUND
+
+
+def show(report: Report, args: argparse.Namespace, path: str) -> None:
+    """The report on stdout: one JSON object, or the text (with the tables asked for)."""
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+        return
+    if report.ranks_loaded == 0:
+        print(f"No Flight Recorder dump could be read under {path}.", file=sys.stderr)
+        for e in report.file_errors[:50]:
+            print(f"  - {e.file}: {e.error}", file=sys.stderr)
+        return
+    from .report.health_text import render_health
+    from .report.proxy_text import edges_table
+    from .report.text import render_text
+
+    print(render_text(report, verbose=args.verbose))
+    if args.verbose and report.proxy_waits is not None:
+        print("\n".join(edges_table(report)))
+    if args.health_check:
+        print("\n" + render_health(report.health, verbose=args.verbose))
 
 
 def write_files(report: Report, args: argparse.Namespace) -> None:
@@ -167,6 +178,8 @@ def write_files(report: Report, args: argparse.Namespace) -> None:
     if not report.ranks_loaded:
         return
     if args.parquet:
+        from .report.export import write_parquet
+
         write_parquet(report, args.parquet)
     if args.html:
         from .views.html import build_html  # plotly is imported only when a page is asked for
@@ -176,6 +189,9 @@ def write_files(report: Report, args: argparse.Namespace) -> None:
 
 def _proxy_only(args: argparse.Namespace) -> int:
     """``--proxy-ops`` without dumps: the verdict of the waits alone."""
+    from .diagnosis.proxy_waits import NONE
+    from .report.proxy_text import render_proxy_text
+
     report = analyze_proxy_ops(args.proxy_ops)
     pw = report.proxy_waits.waits
     if args.json:

@@ -99,8 +99,20 @@ class Stacks:
                 raise DumpFormatError(f"a frame's line is {describe(line)}")
             lines.append(f"{filename}:{line} in {name}")
         text = "\n".join(lines)
-        digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
-        sid = int.from_bytes(digest, "little", signed=True)
+        known = _KNOWN.get(text)
+        if known is None:
+            if len(_KNOWN) >= _KNOWN_MAX:
+                _KNOWN.clear()
+            digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
+            known = _KNOWN[text] = (int.from_bytes(digest, "little", signed=True), call_site(lines))
+        sid, site = known
         if sid not in self.rows:
-            self.rows[sid] = (len(lines), text, call_site(lines))
+            self.rows[sid] = (len(lines), text, site)
         return sid, self.rows[sid][2]
+
+
+_KNOWN: dict[str, tuple[int, str]] = {}
+"""Each stack's hash and call site by its text, for this process's life: every rank's
+dump repeats the same stacks, so a worker reading many files works each out once."""
+_KNOWN_MAX = 1 << 14
+"""Stacks remembered at most (then forgotten all at once): about 40 MB of text."""

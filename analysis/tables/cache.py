@@ -72,6 +72,11 @@ def fingerprint(files: Sequence[DumpFile], errors: Sequence[FileError], extra: s
     return h.hexdigest()
 
 
+def has_cached(key: str) -> bool:
+    """Whether tables for ``key`` were stored (they may still turn out unreadable)."""
+    return (cache_root() / key[:32] / "manifest.json").is_file()
+
+
 def read_cached(key: str) -> tuple[dict[str, pa.Table], list[FileError]] | None:
     """The cached tables for ``key``, or None when there are none (or they are unreadable)."""
     folder = cache_root() / key[:32]

@@ -160,7 +160,7 @@ class TablesBuilder:
             else:
                 columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
             return_freed_memory()  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
-        configs = self._small["configs"] or [_EMPTY_CONFIGS]
+        configs = self._small["configs"] or [RankLists().encode(s.CONFIG_SCHEMA.empty_table())]
         return {
             "entries": pa.table(columns),
             "stacks": self._stacks.finish(),
@@ -169,8 +169,6 @@ class TablesBuilder:
             "files": pa.concat_tables(self._small["meta"] or [s.RANK_SCHEMA.empty_table()]),
         }
 
-
-_EMPTY_CONFIGS = RankLists().encode(s.CONFIG_SCHEMA.empty_table())
 
 _NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
 """Ids written as 64-bit that real dumps keep far below 2**31: int32 when they fit."""

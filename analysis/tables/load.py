@@ -15,8 +15,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -26,9 +26,13 @@ from ..ingest.process_limits import may_set_process_limits
 from ..ingest.safe_pickle import collector_paused
 from ..types import DEFAULT_LIMITS, DumpFile, DumpSet, FileError, FileTables, Limits
 from . import cache
+from .background import BackgroundImports
 from .combine import TablesBuilder, combine_tables, return_freed_memory, with_columns_of
 from .mapstep import BatchResult, Inline, MapEngine, file_size, load_batch, load_one, plan_batches
 from .pool import WorkerPool
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["choose_engine", "combine", "combine_results", "load", "load_batch", "load_one", "map_files"]
 
@@ -38,6 +42,8 @@ def _to_pandas(table: pa.Table, keep_table: bool = False) -> pd.DataFrame:
 
     The table is freed column by column as it converts, unless ``keep_table`` (another
     thread still reads it)."""
+    import pandas as pd  # imported while the workers read (see load), not before the map starts
+
     return table.to_pandas(
         types_mapper=lambda t: (
             pd.ArrowDtype(t) if not pa.types.is_dictionary(t) and not pa.types.is_string(t) else None
@@ -124,12 +130,18 @@ class _Progress:
             sys.stderr.flush()
 
 
+class PartSink(Protocol):
+    """Where :func:`map_files` folds the parts in as they arrive."""
+
+    def add(self, part: FileTables) -> None: ...
+
+
 def map_files(
     files: Sequence[DumpFile],
     workers: int | None = None,
     progress: bool = False,
     limits: Limits | None = None,
-    builder: TablesBuilder | None = None,
+    builder: PartSink | None = None,
     engine: MapEngine | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
@@ -190,6 +202,7 @@ def load(
     engine: MapEngine | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> DumpSet:
     """Find, read and combine every dump under ``path``.
 
@@ -197,6 +210,9 @@ def load(
     ``file_filter`` sees the discovered files before any is opened and returns those to
     read plus errors for the rest (the dashboard confines reads to allowed folders).
     ``engine``, ``on_progress`` and ``cancel``: see :func:`map_files`.
+    ``meanwhile`` imports what the caller needs next; it runs with pandas' import on a
+    thread while worker processes read the files (see ``background``), or after the
+    files are read where this thread reads them itself.
     """
     files, discover_errors = discover(path, pattern)
     if file_filter is not None:
@@ -212,9 +228,15 @@ def load(
     key = cache.fingerprint(files, discover_errors, repr(limits or DEFAULT_LIMITS)) if use_cache and files else None
     if key and (writer := _CACHE_WRITERS.pop(key, None)):
         writer.join()  # this process is still writing that set's cache
-    if key and (hit := cache.read_cached(key)):
-        return to_dumpset(*hit)
-    builder = TablesBuilder()
+    imports = BackgroundImports(lambda: _import_pandas_and(meanwhile))
+    if key and cache.has_cached(key):
+        imports.join()
+        if hit := cache.read_cached(key):
+            return to_dumpset(*hit)
+    engine = engine or choose_engine(files, default_workers() if workers is None else workers)
+    if not isinstance(engine, Inline):  # Inline reads in this thread under process-wide limits
+        imports.start()
+    builder = _AfterImports(TablesBuilder(), imports)
     _, read_errors = map_files(
         files, workers, progress, limits, builder, engine=engine, on_progress=on_progress, cancel=cancel
     )
@@ -229,6 +251,36 @@ def load(
     if key:
         cache.write_cached(key, tables, errors)
     return to_dumpset(tables, errors)
+
+
+def _import_pandas_and(meanwhile: Callable[[], object] | None) -> None:
+    import pandas  # noqa: F401 - to_dumpset needs it
+
+    if meanwhile is not None:
+        meanwhile()
+
+
+class _AfterImports:
+    """Folds parts into ``builder`` once the background imports are done; until then it
+    holds them, so that this process goes on handing out batches (see ``background``)."""
+
+    def __init__(self, builder: TablesBuilder, imports: BackgroundImports) -> None:
+        self.builder, self.imports = builder, imports
+        self.held: list[FileTables] = []
+
+    def add(self, part: FileTables) -> None:
+        self.held.append(part)
+        if self.imports.done():
+            self._fold_in()
+
+    def finish(self) -> dict[str, pa.Table]:
+        self.imports.join()
+        self._fold_in()
+        return self.builder.finish()
+
+    def _fold_in(self) -> None:
+        while self.held:
+            self.builder.add(self.held.pop(0))
 
 
 _CACHE_WRITERS: dict[str, threading.Thread] = {}

@@ -11,8 +11,9 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 
-WORKER_IMPORTS = ["analysis.tables.pool"]
-"""What the fork server imports before it forks any worker."""
+WORKER_IMPORTS = ["analysis.tables.arrow_without_pandas", "analysis.tables.pool"]
+"""What the fork server imports before it forks any worker; first, what keeps pyarrow
+from importing pandas (which the reader does not use) in the server and its workers."""
 
 
 def start_method() -> str:
