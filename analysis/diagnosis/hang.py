@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .. import schema as s
 from ..model.cells import created_ns
+from ..model.groups import ProcessGroup
 from ..model.order import ProgramOrder, Token
 from ..model.routine import Routine, within_step
 from ..types import FailureClass
@@ -123,15 +124,39 @@ def _extra(w: _Waits, order: ProgramOrder, rank: int, by_position_only: bool = F
         peers = [p for p in w.a.groups.groups[b.pg_key].ranks if p != rank]
         token = order.token(b.pg_key, b.seq)
         extra = not by_position_only and order.is_extra(rank, token, peers)
-        if extra or order.reached_early(rank, token, _step_mates_ahead(w, order, rank)):
+        members = set(w.a.groups.groups[b.pg_key].ranks)
+        mates = _step_mates_ahead(w, order, rank, members)
+        if extra or order.reached_early(rank, token, mates) or _alone_ahead(w, b.pg_key, b.seq, rank):
             return extra_finding(w.a, rank, b.pg_key, b.seq, b.op, w.created.get((b.pg_key, rank, b.seq), NEVER))
     return None
 
 
-def _step_mates_ahead(w: _Waits, order: ProgramOrder, rank: int) -> dict[int, tuple[Token, int]]:
+def _alone_ahead(w: _Waits, key: str, seq: int, rank: int) -> bool:
+    """``rank`` alone issued (group, seq), while in a group of ranks that run its program
+    (see ``Steps``) every other member issued two or more collectives it never did: it got
+    to (group, seq) without them, one collective early (their host stopped before it, at a
+    sync)."""
+    steps = w.routines.steps
+    mine = steps.program.get(rank)
+
+    def left_behind_in(g: ProcessGroup) -> bool:
+        mates = [m for m in g.ranks if m != rank]
+        return all(steps.program.get(m) == mine and steps.issued(g, m) - steps.issued(g, rank) >= 2 for m in mates)
+
+    if not any(g.key != key and left_behind_in(g) for g in steps.groups_of[rank] if steps.issued(g, rank) >= 0):
+        return False
+    others = [r for r in w.a.groups.groups[key].ranks if r != rank]
+    progress = w.a.progress
+    # no record of the group: it holds no entry there, so none pending at ``seq`` either
+    return bool(others) and all(
+        (p := progress.get((key, r))) is None or p.enqueued is None or p.enqueued < seq for r in others
+    )
+
+
+def _step_mates_ahead(w: _Waits, order: ProgramOrder, rank: int, members: set[int]) -> dict[int, tuple[Token, int]]:
     """The members of ``rank``'s step group (the one it issued the most collectives in), where
-    all of them, two or more, went further in it: mate -> (the first collective there
-    ``rank`` never issued, how many more)."""
+    all of them went further in it and are ``members`` of the group of the collective in
+    question: mate -> (the first collective there ``rank`` never issued, how many more)."""
     progress = w.a.progress
 
     def issued(key: str, r: int) -> int:
@@ -146,7 +171,8 @@ def _step_mates_ahead(w: _Waits, order: ProgramOrder, rank: int) -> dict[int, tu
         return {}
     mates = [m for m in w.a.groups.groups[key].ranks if m != rank]
     ahead = {m: (order.token(key, top + 1), beyond) for m in mates if (beyond := issued(key, m) - top) > 0}
-    return ahead if len(mates) >= 2 and len(ahead) == len(mates) else {}  # every mate went on: not one diverged
+    # every mate went on, and each is a member of the group of the collective in question
+    return ahead if mates and len(ahead) == len(mates) and members.issuperset(mates) else {}
 
 
 def _straggler(w: _Waits, rank: int) -> Finding:
