@@ -139,6 +139,9 @@ def history_shift(cells: pd.DataFrame, key: str, seq: int, odd: set[int]) -> int
 
     The live seqs show a shift only once the others have issued the next seq too; a rank
     that skipped the last collective before a host sync leaves them blocked before it.
+    The same point of earlier steps is found as for :func:`history_vote`; where it is not,
+    every earlier seq with the others' call stands in, and a skip must then show in the
+    odd ranks' next call too (it follows on as the group's did).
     """
     group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
     here = group_cells.loc[group_cells[s.SEQ] == seq]
@@ -149,10 +152,22 @@ def history_shift(cells: pd.DataFrame, key: str, seq: int, odd: set[int]) -> int
     if len(mine) != 1 or not theirs or agreed.empty:
         return 0
     (mine_call,), expected = mine, theirs[0][0]
-    points = _same_point(agreed, _common(here.loc[~is_odd]), seq, s.INPUT_SIZES)
     call_at = dict(zip(agreed[s.SEQ].astype(int), _calls(agreed).itertuples(index=False, name=None)))
+    points = _same_point(agreed, _common(here.loc[~is_odd]), seq, s.INPUT_SIZES)
+    if points:
+        following: list[tuple[str, ...]] = []
+    else:  # every earlier seq with the same call; the odd ranks' next call must follow on as well
+        points = [q for q, call in call_at.items() if call == expected]
+        following = _calls(group_cells.loc[group_cells[s.SEQ].isin([seq + 1]) & group_cells[s.RANK].isin(odd)])
+        following = list(set(following.itertuples(index=False, name=None)))
+        if len(following) != 1:
+            return 0
     for shift in (1, -1):
-        near = [call_at.get(q + shift) for q in points if q + shift in call_at and q + shift < seq]
-        if near and all(c == mine_call != expected for c in near) and all(call_at.get(q) == expected for q in points):
+        near = [q + shift for q in points if q + shift in call_at and q + shift < seq]
+        if not near or not all(call_at[q] == mine_call != expected for q in near):
+            continue
+        if following and shift == 1 and not all(call_at.get(q + 1) == following[0] for q in near if q + 1 < seq):
+            continue
+        if all(call_at.get(q) == expected for q in points):
             return shift
     return 0
