@@ -8,7 +8,6 @@ verdict from them. The sentences are written in the report layer
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..ingest.discover import rank_from_name
 from ..model.cells import DONE, ROW, created_ns
 from ..tables.rowindex import rank_blocks
 from ..tables.rowkeys import equals, flag, group_ids
-from ..types import FailureClass, FileError
+from ..types import FailureClass
 from .analysis import Analysis
+from .unreadable import unreadable_files
 from .verdict import Diagnosis
 
 
@@ -83,19 +82,6 @@ def find_caveats(a: Analysis, d: Diagnosis) -> list[Caveat]:
 
 
 # -- the files -------------------------------------------------------------------------
-
-
-def unreadable_files(a: Analysis) -> dict[int, FileError]:
-    """Ranks whose dump file exists but was not read (malformed, refused), by rank."""
-    loaded = set(a.dumps.ranks)
-    out: dict[int, FileError] = {}
-    for e in a.dumps.file_errors:
-        rank = rank_from_name(os.path.basename(e.file))
-        if rank is None or rank in loaded or rank in out:
-            continue
-        if os.path.lexists(e.file) and not os.path.isdir(e.file):
-            out[rank] = e
-    return out
 
 
 def _unreadable(a: Analysis, focus: set[int]) -> Caveat | None:

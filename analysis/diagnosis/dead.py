@@ -14,7 +14,8 @@ issued nothing after it, is explained by the dead rank too, whatever its stage-m
 a collective with a member that dies never returns, or ends in an error the dump cannot
 tell from completion (gloo retires it either way).
 
-Any other silent rank is explained by the dead rank as well: where the dumps record no
+Any other silent rank is explained by a rank that wrote no file at all as well (one whose
+file is there but unreadable lived to write it): where the dumps record no
 send/recv, a rank blocked in one with the dead rank, or with a rank blocked behind it,
 waits in no recorded collective, and one dead rank is a simpler account than a second,
 independent stall. Even its stage-mates going on proves nothing: each stage-mate has its
@@ -33,6 +34,7 @@ from ..model.groups import ProcessGroup
 from .analysis import Analysis
 from .consequences import silent
 from .findings import Finding, Kind, Role
+from .unreadable import unreadable_files
 
 
 def _issued(a: Analysis, g: ProcessGroup, rank: int) -> int:
@@ -111,7 +113,8 @@ def behind_dead(a: Analysis, blocked_ranks: set[int]) -> dict[int, tuple[int, st
     if not dead or a.records_p2p:
         return {}
     silent = set(a.dumps.ranks) - blocked_ranks
-    by = {r: (_nearest_dead(a, r, dead), SILENT) for r in silent}
+    absent = dead - set(unreadable_files(a))  # a file that is there but unreadable: the rank lived to dump
+    by = {r: (_nearest_dead(a, r, absent), SILENT) for r in silent} if absent else {}
     by.update({r: (d, LAST) for r, d in _last_with_dead(a, dead, silent).items()})
     by.update({r: (d, CHAIN) for r, d in _closure(_quiet_groups(a, dead, silent), dead).items()})
     return by

@@ -22,7 +22,7 @@ from ..tables.rowindex import rank_blocks
 from ..tables.rowkeys import equals, flag
 from ..types import FailureClass
 from .analysis import Analysis
-from .caveats import unreadable_files
+from .unreadable import unreadable_files
 from .verdict import Diagnosis
 
 

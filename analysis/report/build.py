@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..diagnosis.analysis import Analysis, run_analysis
-from ..diagnosis.caveats import unreadable_files
 from ..diagnosis.health import apply_health, tie_of
+from ..diagnosis.unreadable import unreadable_files
 from ..diagnosis.verdict import diagnose
 from ..model.health import health_of
 from ..types import DumpSet, HostMap

@@ -8,9 +8,10 @@ import os
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
-from ..diagnosis.caveats import confidence, find_caveats, unreadable_files
+from ..diagnosis.caveats import confidence, find_caveats
 from ..diagnosis.compare import compare_progress
 from ..diagnosis.rank_classes import rank_classes
+from ..diagnosis.unreadable import unreadable_files
 from ..diagnosis.verdict import Diagnosis
 from ..ingest.discover import rank_from_name
 from ..ingest.hosts import hosts_from_names
