@@ -110,15 +110,28 @@ class ProgramOrder:
         return None
 
     def is_extra(self, rank: int, pending: Token, peers: list[int]) -> bool:
-        """``pending`` exists on no other rank, and its group peers have all moved on past it."""
+        """``pending`` exists on no other rank, and its group peers have all moved on past it:
+        past its group's previous seq, or, for a group's first collective, past the one the
+        rank issued just before it."""
         if not peers or self.issuers(pending) != {rank}:
             return False
         desc, seq = pending
-        previous = self._records((desc, seq - 1))
+        anchor = self._anchor(rank, pending) if seq <= 1 else (desc, seq - 1)
+        previous = self._records(anchor)
         for p in peers:
-            if p not in previous or not any(rec > previous[p] for rec, _ in self._history(p)):
-                return False
+            if p in previous:
+                if not any(rec > previous[p] for rec, _ in self._history(p)):
+                    return False
+            elif not any(fam == anchor[0] and q > anchor[1] for _, (fam, q) in self._history(p)):
+                return False  # no record of it, nor of a later seq of its family (a wrapped buffer's)
         return True
+
+    def _anchor(self, rank: int, pending: Token) -> Token:
+        """The collective ``rank`` issued just before ``pending`` (itself if none): where a
+        group's first collective stands in the program, there being no earlier seq of it."""
+        history = self._history(rank)
+        at = next((i for i, (_, t) in enumerate(history) if t == pending), 0)
+        return history[at - 1][1] if at > 0 else pending
 
     def reached_early(self, rank: int, pending: Token, mates: dict[int, tuple[Token, int]]) -> bool:
         """``rank`` issued ``pending`` at an earlier point of its program than its step-mates did.
