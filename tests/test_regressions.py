@@ -55,8 +55,9 @@ OPEN = sorted(p for p in (Path(__file__).parent / "regressions_open").iterdir() 
 @pytest.mark.xfail(strict=True, reason="a miss not fixed yet; when it passes, move it to regressions/")
 def test_open_miss_is_still_missed(case: Path) -> None:
     """Misses without a fix: 2-rank ties with no history (a first collective), skips, extra
-    collectives, op mismatches and unposted send/recv in NCCL dumps with little history
-    (onlyActive, small buffers) that also name a victim or get the class wrong, and two
-    culprits where one hides behind the other. Kept so a change that fixes one shows, and
-    so none is forgotten."""
+    collectives, op mismatches, unposted send/recv and a dead rank in NCCL dumps with
+    little history (onlyActive, small buffers) that also name a victim or get the class
+    wrong, two culprits where one hides behind the other, and a few gloo cases with a
+    30-entry buffer or two ranks. Kept so a change that fixes one shows, and so none is
+    forgotten."""
     test_regression_is_diagnosed(case)
