@@ -157,20 +157,16 @@ def _step_mates_ahead(w: _Waits, order: ProgramOrder, rank: int, members: set[in
     """The members of ``rank``'s step group (the one it issued the most collectives in), where
     all of them went further in it and are ``members`` of the group of the collective in
     question: mate -> (the first collective there ``rank`` never issued, how many more)."""
-    progress = w.a.progress
-
-    def issued(key: str, r: int) -> int:
-        p = progress.get((key, r))
-        return -1 if p is None or p.enqueued is None else p.enqueued
-
-    mine = [(issued(k, rank), k) for k, g in w.a.groups.groups.items() if rank in g.ranks and len(g.ranks) > 1]
+    issued = w.routines.steps.issued
+    mine = [(issued(g, rank), g.key) for g in w.a.groups.groups.values() if rank in g.ranks and len(g.ranks) > 1]
     if not mine:
         return {}
     top, key = max(mine)
     if top < 0:
         return {}
-    mates = [m for m in w.a.groups.groups[key].ranks if m != rank]
-    ahead = {m: (order.token(key, top + 1), beyond) for m in mates if (beyond := issued(key, m) - top) > 0}
+    g = w.a.groups.groups[key]
+    mates = [m for m in g.ranks if m != rank]
+    ahead = {m: (order.token(key, top + 1), beyond) for m in mates if (beyond := issued(g, m) - top) > 0}
     # every mate went on, and each is a member of the group of the collective in question
     return ahead if mates and len(ahead) == len(mates) and members.issuperset(mates) else {}
 
