@@ -145,12 +145,10 @@ def _alone_ahead(w: _Waits, key: str, seq: int, rank: int) -> bool:
 
     if not any(g.key != key and left_behind_in(g) for g in steps.groups_of[rank] if steps.issued(g, rank) >= 0):
         return False
-    others = [r for r in w.a.groups.groups[key].ranks if r != rank]
-    progress = w.a.progress
-    # no record of the group: it holds no entry there, so none pending at ``seq`` either
-    return bool(others) and all(
-        (p := progress.get((key, r))) is None or p.enqueued is None or p.enqueued < seq for r in others
-    )
+    g = w.a.groups.groups[key]
+    others = [r for r in g.ranks if r != rank]
+    # no record of the group (issued -1): it holds no entry there, so none pending at ``seq`` either
+    return bool(others) and all(steps.issued(g, r) < seq for r in others)
 
 
 def _step_mates_ahead(w: _Waits, order: ProgramOrder, rank: int, members: set[int]) -> dict[int, tuple[Token, int]]:

@@ -154,19 +154,19 @@ def history_shift(cells: pd.DataFrame, key: str, seq: int, odd: set[int]) -> int
     (mine_call,), expected = mine, theirs[0][0]
     call_at = dict(zip(agreed[s.SEQ].astype(int), _calls(agreed).itertuples(index=False, name=None)))
     points = _same_point(agreed, _common(here.loc[~is_odd]), seq, s.INPUT_SIZES)
-    if points:
-        following: list[tuple[str, ...]] = []
-    else:  # every earlier seq with the same call; the odd ranks' next call must follow on as well
+    next_call = None
+    if not points:  # every earlier seq with the same call; the odd ranks' next call must follow on as well
         points = [q for q, call in call_at.items() if call == expected]
-        following = _calls(group_cells.loc[group_cells[s.SEQ].isin([seq + 1]) & group_cells[s.RANK].isin(odd)])
-        following = list(set(following.itertuples(index=False, name=None)))
-        if len(following) != 1:
+        after = group_cells.loc[(group_cells[s.SEQ] == seq + 1).to_numpy() & group_cells[s.RANK].isin(odd).to_numpy()]
+        next_calls = set(_calls(after).itertuples(index=False, name=None))
+        if len(next_calls) != 1:
             return 0
+        (next_call,) = next_calls
     for shift in (1, -1):
         near = [q + shift for q in points if q + shift in call_at and q + shift < seq]
         if not near or not all(call_at[q] == mine_call != expected for q in near):
             continue
-        if following and shift == 1 and not all(call_at.get(q + 1) == following[0] for q in near if q + 1 < seq):
+        if next_call and shift == 1 and not all(call_at.get(q + 1) == next_call for q in near if q + 1 < seq):
             continue
         if all(call_at.get(q) == expected for q in points):
             return shift
