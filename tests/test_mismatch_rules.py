@@ -162,3 +162,35 @@ def test_no_shift_is_claimed_where_the_group_repeats_itself() -> None:
     cells = make_cells(rows)
     (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
     assert (m.odd_ranks, m.shift, m.failure_class) == ((2,), 0, FailureClass.SIZE_MISMATCH)
+
+
+def _only_active_pairs(tie: dict[int, str], later: list[str], sibling: list[str]) -> list[dict]:
+    """Group "1" (ranks 0, 1) holds only a tie at seq 10 and the calls both issued after it; group
+    "2" (ranks 2, 3, same description) holds other seqs: no earlier step of either is in the dumps."""
+    rows = [{"pg_key": "1", "rank": r, "seq": 10, "op": op} for r, op in tie.items()]
+    rows += [{"pg_key": "1", "rank": r, "seq": 11 + i, "op": op} for i, op in enumerate(later) for r in (0, 1)]
+    rows += [{"pg_key": "2", "rank": r, "seq": 20 + i, "op": op} for i, op in enumerate(sibling) for r in (2, 3)]
+    return rows
+
+
+def test_a_tie_without_history_goes_to_the_call_the_program_issues_elsewhere() -> None:
+    """Only-active dumps: neither an earlier step nor a sibling at the same seq is there, but the
+    pair's later seqs and a sibling's other seqs issue all_reduce together; broadcast nowhere."""
+    cells = make_cells(_only_active_pairs({0: "all_reduce", 1: "broadcast"}, ["all_gather"], ["all_reduce"]))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp"}))
+    assert (m.odd_ranks, m.expected, m.decided_by) == ((1,), "all_reduce", "usual")
+
+
+def test_a_tie_whose_both_calls_are_issued_elsewhere_stays_undecided() -> None:
+    cells = make_cells(_only_active_pairs({0: "all_reduce", 1: "broadcast"}, ["broadcast"], ["all_reduce"]))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp"}))
+    assert m.expected is None and m.odd_ranks == (0, 1)
+
+
+def test_a_call_only_one_rank_issued_elsewhere_does_not_vote() -> None:
+    """A lone rank's entry elsewhere may be the deviation itself: only calls issued together count."""
+    rows = _only_active_pairs({0: "all_reduce", 1: "broadcast"}, [], [])
+    rows.append({"pg_key": "2", "rank": 2, "seq": 30, "op": "all_reduce"})
+    cells = make_cells(rows)
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp"}))
+    assert m.expected is None

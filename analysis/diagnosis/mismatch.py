@@ -19,6 +19,7 @@ from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
 from .history import history_shift, history_vote, seen_call_vote
+from .usual_call import usual_call_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
@@ -200,6 +201,9 @@ def _odd_ones(
             decided_by = "history"
             if expected is None:  # no earlier step at this point: only one side's call was ever run
                 expected, decided_by = seen_call_vote(cells, key, seq, attribute, tied), "seen"
+            if expected is None:  # no history in the dumps: only one side's call is issued elsewhere
+                relatives = families.same_description(key)
+                expected, decided_by = usual_call_vote(cells, key, seq, attribute, tied, relatives), "usual"
     if expected is None:
         odd = tuple(sorted(values))
     else:

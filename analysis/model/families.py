@@ -12,7 +12,7 @@ whose history is unknown.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,8 @@ class Families:
     family_of: dict[str, str]
     known: frozenset[str]
     """Families whose members' histories were compared (not just sharing a description)."""
+    description_of: dict[str, str] = field(default_factory=dict)
+    """group key -> its description (every tensor-parallel group shares one)."""
 
     def siblings(self, key: str) -> list[str]:
         """The other groups of ``key``'s family, if its history was compared."""
@@ -39,6 +41,13 @@ class Families:
         if family is None or family not in self.known:
             return []
         return [k for k, f in self.family_of.items() if f == family and k != key]
+
+    def same_description(self, key: str) -> list[str]:
+        """The other groups of ``key``'s description, wherever in the program they are."""
+        desc = self.description_of.get(key)
+        if not desc:
+            return []
+        return [k for k, d in self.description_of.items() if d == desc and k != key]
 
 
 def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
@@ -79,7 +88,7 @@ def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
         by_desc[d or k].append(k)
     several = {d: keys for d, keys in by_desc.items() if len(keys) > 1}
     if cells.empty or not several:
-        return Families(family_of, frozenset(known))
+        return Families(family_of, frozenset(known), dict(desc_of))
     agreed = _agreed(cells)
     history = {k: dict(zip(part["seq"].tolist(), part["v"].tolist())) for k, part in agreed.groupby("key", sort=False)}
     for desc, keys in several.items():
@@ -92,4 +101,4 @@ def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
             sig = tuple(history[k][q] for q in window)
             family_of[k] = signatures.setdefault(sig, f"{desc}#{len(signatures)}")
             known.add(family_of[k])
-    return Families(family_of, frozenset(known))
+    return Families(family_of, frozenset(known), dict(desc_of))

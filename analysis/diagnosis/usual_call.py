@@ -1,0 +1,62 @@
+"""Which side of a tie issued a call the program issues elsewhere.
+
+A rank that calls the wrong op, or the right op with the wrong sizes, issues a call the
+program never makes anywhere else; its peer issues the program's call, which ranks
+issue together at other seqs of the same group or of groups of the same description
+(the other tensor-parallel pairs, say, at any point of the program). Only calls two or
+more ranks issued together count: a lone rank's entry may be the deviation itself.
+This needs no earlier step in the dumps, so it decides ties in only-active dumps and
+small ring buffers, where the history is gone.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import schema as s
+from ..opnames import is_exchange
+
+_CALL = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
+
+
+def _call_text(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each row's whole call as text; an exchange's sizes are left out (they vary by rank)."""
+    text = rows[list(_CALL)].astype(str)
+    text.loc[text[s.OP].map(is_exchange), s.INPUT_SIZES] = ""
+    return text
+
+
+def calls_issued_together(cells: pd.DataFrame, keys: list[str], leave_out: tuple[str, int]) -> set[tuple[str, ...]]:
+    """Calls that two or more members of one of ``keys`` issued together at one seq, all
+    members there agreeing, other than at ``leave_out`` (the disputed group and seq)."""
+    rows = cells.loc[cells[s.PG_KEY].isin(keys).to_numpy()]
+    rows = rows.loc[~((rows[s.PG_KEY] == leave_out[0]) & (rows[s.SEQ] == leave_out[1])).to_numpy()]
+    if rows.empty:
+        return set()
+    text = _call_text(rows)
+    text["_key"] = rows[s.PG_KEY].astype(str).to_numpy()
+    text["_seq"] = rows[s.SEQ].to_numpy()
+    sizes = text.groupby(["_key", "_seq"]).size()
+    distinct = text.drop_duplicates()
+    single = distinct.groupby(["_key", "_seq"]).filter(lambda part: len(part) == 1)
+    together = single.loc[[sizes[(k, q)] >= 2 for k, q in zip(single["_key"], single["_seq"])]]
+    return set(together[list(_CALL)].itertuples(index=False, name=None))
+
+
+def usual_call_vote(
+    cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str], relatives: list[str]
+) -> str | None:
+    """The one ``tied`` value whose ranks' calls at (``key``, ``seq``) the program issues
+    elsewhere, where the other side's calls are issued nowhere else; None otherwise."""
+    here = cells.loc[((cells[s.PG_KEY] == key) & (cells[s.SEQ] == seq)).to_numpy()]
+    if here.empty:
+        return None
+    seen = calls_issued_together(cells, [key, *relatives], (key, seq))
+    if not seen:
+        return None
+    values = here[attribute].astype(str).tolist()
+    calls = list(_call_text(here).itertuples(index=False, name=None))
+    usual = {v for v in tied if all(c in seen for value, c in zip(values, calls) if value == v)}
+    if len(usual) != 1:
+        return None
+    return next(iter(usual))
