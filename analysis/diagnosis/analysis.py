@@ -18,6 +18,7 @@ from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
 from .exchange import Imbalance, find_imbalances
+from .level_counts import decide_by_counts
 from .mismatch import Mismatch, find_mismatches
 from .waitfor import WaitGraph, build_wait_graph
 
@@ -65,7 +66,7 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     errored = reopen_errored(cells, index, set(missing))
     progress = compute_progress(dumps, index, cells, errored)
     families = program_families(cells, {k: g.desc for k, g in index.groups.items()})
-    mismatches = find_mismatches(cells, families)
+    mismatches = decide_by_counts(find_mismatches(cells, families), index, progress)
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)

@@ -24,6 +24,7 @@ from .consequences import after_mismatch, pipeline_victims, silent
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
+from .level_counts import off_by_one
 from .minority import cycle_minority
 from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
@@ -291,6 +292,14 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     odd = cycle_minority(w.graph, comp) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
         return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
+    counted = off_by_one(w.graph.edges, comp, w.a.groups, w.a.progress) if len(comp) > 1 else {}
+    if counted and len(counted) < len(comp):  # one collective off where its level peers are not
+        by_count = [
+            (_skipped(w, order, r) or _past(w, r, w.into[r])) if off < 0 else _extra(w, order, r)
+            for r, off in sorted(counted.items())
+        ]
+        if all(f is not None for f in by_count):
+            return by_count, []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

@@ -4,7 +4,8 @@ A rank blocked in a collective no other member issued waits on all of them, so t
 like the ranks holding it up. Where the rank's own earlier steps issued something else
 at that point, and no rank of its program left the routine there, the lone collective is
 one the rank added (a debug metric, say): a desync that explains the wait, like a mismatch.
-Where the dumps keep no history (only active entries), members of the group that run the
+A departure counts only where a rank of its program got as far (a first checkpoint
+barrier, say, is a departure no peer can share until it gets there). Where the dumps keep no history (only active entries), members of the group that run the
 rank's program and issued, without the lone collective, one the rank issued after it
 went past the point where the rank added it: the same finding.
 """
@@ -30,6 +31,8 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
         own = [d for d in routines.own_departures(b.rank) if (d.pg_key, d.seq) == (b.pg_key, b.seq)]
         peers = [p for p in a.groups.groups[b.pg_key].ranks if p != b.rank]
         token = order.token(b.pg_key, b.seq)
+        if own and not routines.reached_by_its_program(b.rank, b.pg_key):
+            continue  # no rank of its program got this far: the departure may be the program's own
         if own and not order.is_extra(b.rank, token, peers):
             found.append(departed_finding(b.rank, own[0], since=-1))
         elif own or _passed_by_its_program(routines, order, b.rank, token, peers):  # its peers went on: say so

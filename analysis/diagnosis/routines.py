@@ -50,3 +50,17 @@ class Routines:
             (d.expected, d.issued) for o in {*also, *self.same_program(rank)} - {rank} for d in self.departures(o)
         }
         return [d for d in self.departures(rank) if (d.expected, d.issued) not in shared]
+
+    def reached_by_its_program(self, rank: int, leave_out: str) -> bool:
+        """Whether a rank of ``rank``'s program issued, in each of its groups, at least as many
+        collectives as ``rank`` did in the group of the same family (``leave_out``, the group
+        where ``rank`` departed, aside): it got to the point where ``rank`` is now."""
+        steps = self.steps
+        family = self.a.families.family_of
+        mine = {family.get(g.key, g.key): steps.issued(g, rank) for g in steps.groups_of[rank] if g.key != leave_out}
+        for mate in self.same_program(rank):
+            theirs = {family.get(g.key, g.key): steps.issued(g, mate) for g in steps.groups_of[mate]}
+            shared = [f for f in mine if f in theirs and mine[f] >= 0]
+            if shared and all(theirs[f] >= mine[f] for f in shared):
+                return True
+        return False

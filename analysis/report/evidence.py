@@ -32,10 +32,18 @@ def _mismatch(f: Finding, where: str) -> str:
         "history": "the group at the same point of its earlier steps",
         "shift": "the other side",
         "seen": "the group as a whole, in the same call at an earlier seq (never in the other),",
+        "usual": "the program elsewhere (the same call, issued together at other seqs; never the other)",
+        "counts": "the side that issued as many of the group's collectives as its level peers did",
     }.get(f.detail["decided_by"], "the majority of the group")
     text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
     shift = f.detail.get("shift", 0)
-    if shift:
+    if shift and f.detail["decided_by"] == "counts":
+        who = ranks_text(f.ranks).capitalize()
+        text += (
+            f" {who} issued one {'fewer' if shift > 0 else 'more'} than the ranks level with it in their other"
+            f" groups issued in theirs: {'a skipped' if shift > 0 else 'an added'} collective."
+        )
+    elif shift:
         who = ranks_text(f.ranks).capitalize()
         text += (
             f" {who} issued here what the others issue at seq {f.seq + 1}: a skipped collective."
