@@ -18,7 +18,7 @@ from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
 from .exchange import Imbalance, find_imbalances
-from .level_counts import decide_by_counts
+from .level_counts import LevelCounts
 from .mismatch import Mismatch, find_mismatches
 from .waitfor import WaitGraph, build_wait_graph
 
@@ -36,6 +36,7 @@ class Analysis:
     imbalances: list[Imbalance]
     graph: WaitGraph
     missing_dumps: list[int]
+    levels: LevelCounts
     _rank_rows: dict[str, RankRows] = field(default_factory=dict, repr=False)
 
     def rank_rows(self, table: str, rank: int) -> np.ndarray:
@@ -66,7 +67,10 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     errored = reopen_errored(cells, index, set(missing))
     progress = compute_progress(dumps, index, cells, errored)
     families = program_families(cells, {k: g.desc for k, g in index.groups.items()})
-    mismatches = decide_by_counts(find_mismatches(cells, families), index, progress)
+    levels = LevelCounts(
+        index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
+    )
+    mismatches = levels.decide(find_mismatches(cells, families))
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
@@ -74,4 +78,4 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     p2p = pending_p2p(dumps, index)
     graph = build_wait_graph(index, progress, have_dump, pending_ops, p2p, queue_heads(cells, dumps.entries, p2p))
     imbalances = find_imbalances(cells, dumps.entries, index, have_dump)
-    return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing)
+    return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing, levels)

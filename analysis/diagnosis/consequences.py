@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..model.families import rank_programs
 from ..model.groups import ProcessGroup
 from ..types import FailureClass
 from .analysis import Analysis
@@ -47,13 +48,8 @@ class Steps:
                     self.groups_of[r].append(g)
         have_dump = set(a.dumps.ranks)
         self.silent = have_dump - blocked_ranks
-        family = a.families.family_of
-        self.program = {
-            r: frozenset(family.get(g.key, g.key) for g in gs if self.carries(g)) for r, gs in self.groups_of.items()
-        }
-        """The program families of each rank's groups that carry recorded collectives: ranks that
-        run the same program share them (a group with none, such as a pipeline group gloo records
-        nothing in, says nothing about the program)."""
+        self.program = rank_programs(a.groups.groups.values(), self.world, a.families.family_of, self.carries)
+        """The program families of each rank's groups (see :func:`rank_programs`)."""
 
     def carries(self, g: ProcessGroup) -> bool:
         """Some member of ``g`` issued a recorded collective in it."""

@@ -24,7 +24,6 @@ from .consequences import after_mismatch, pipeline_victims, silent
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
-from .level_counts import off_by_one
 from .minority import cycle_minority
 from .routines import Routines
 from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
@@ -289,10 +288,10 @@ def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
-    odd = cycle_minority(w.graph, comp) if len(comp) > 1 else set()
+    odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
         return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
-    counted = off_by_one(w.graph.edges, comp, w.a.groups, w.a.progress) if len(comp) > 1 else {}
+    counted = w.a.levels.off_by_one(w.graph.edges, comp) if len(comp) > 1 else {}
     if counted and len(counted) < len(comp):  # one collective off where its level peers are not
         by_count = [
             (_skipped(w, order, r) or _past(w, r, w.into[r])) if off < 0 else _extra(w, order, r)

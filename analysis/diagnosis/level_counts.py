@@ -1,19 +1,21 @@
-"""Which side of a tie issued as many collectives as the program's other ranks did.
+"""Which rank issued as many collectives as the program's other ranks did.
 
 Ranks level in a group (every member issued the same number of its collectives) are at
-the same point of the program, and ranks of one pipeline stage at the same point have
-issued the same number of collectives in their groups of one description (each
-tensor-parallel pair issues one per layer). Where the ranks of a tie are one collective
-off each other, the side whose count in the disputed group matches what its level
-peers issued in their groups of that description is the program's; the other side
-issued one fewer (it skipped one) or one more (it added one). Only where every level
-peer agrees on the count does it decide: peers at different points tell nothing.
+the same point of the program, and ranks that run one program (one pipeline stage) at
+the same point have issued the same number of collectives in their groups of one
+description (each tensor-parallel pair issues one per layer). Where the ranks of a tie,
+or of a wait-for cycle, are one collective off each other, the side whose count in the
+disputed group matches what its level peers issued in their groups of that description
+is the program's; the other side issued one fewer (it skipped one) or one more (it added
+one). Only where the level peers agree on the count does it decide: peers at different
+points tell nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ..model.families import Families, rank_programs
 from ..model.groups import GroupIndex, ProcessGroup
 from ..model.progress import Progress
 from ..types import FailureClass
@@ -21,116 +23,115 @@ from .mismatch import Mismatch
 from .waitfor import WaitEdge, WaitReason
 
 
-def _issued(progress: dict[tuple[str, int], Progress], key: str, rank: int) -> int | None:
-    p = progress.get((key, rank))
-    return None if p is None else p.enqueued
+class LevelCounts:
+    """Counts of issued collectives, compared with what a rank's level peers issued."""
 
+    def __init__(
+        self, index: GroupIndex, progress: dict[tuple[str, int], Progress], families: Families, world: int
+    ) -> None:
+        self.index = index
+        self.progress = progress
+        self.program = rank_programs(index.groups.values(), world, families.family_of, self._carries)
 
-def _expected_count(
-    index: GroupIndex, progress: dict[tuple[str, int], Progress], disputed: ProcessGroup, rank: int
-) -> int | None:
-    """What ``rank``'s level peers outside the disputed group issued in their groups of its
-    description; None unless they agree. A level group whose peers disagree among
-    themselves (a group across pipeline stages, whose stages run different layers) is
-    passed over; the groups whose peers agree must agree with each other."""
-    of_desc = {
-        r: g.key for g in index.groups.values() if g.desc == disputed.desc and g.key != disputed.key for r in g.ranks
-    }
-    counts: set[int] = set()
-    for g in index.groups.values():
-        if rank not in g.ranks or g.desc == disputed.desc or len(g.ranks) < 2:
-            continue
-        level = {_issued(progress, g.key, r) for r in g.ranks}
-        if len(level) != 1 or None in level:
-            continue
-        theirs = {_issued(progress, of_desc[p], p) for p in g.ranks if p not in disputed.ranks and p in of_desc}
-        if len(theirs) == 1 and None not in theirs:
-            counts |= theirs
-    return counts.pop() if len(counts) == 1 else None
+    def _issued(self, key: str, rank: int) -> int | None:
+        p = self.progress.get((key, rank))
+        return None if p is None else p.enqueued
 
+    def _carries(self, g: ProcessGroup) -> bool:
+        return any((n := self._issued(g.key, r)) is not None and n >= 0 for r in g.ranks)
 
-def count_offset(index: GroupIndex, progress: dict[tuple[str, int], Progress], key: str, rank: int) -> int | None:
-    """How many more of group ``key``'s collectives ``rank`` issued than its level peers
-    issued in theirs of the same description; None where they do not tell."""
-    group = index.groups.get(key)
-    mine = _issued(progress, key, rank)
-    if group is None or not group.desc or mine is None:
-        return None
-    expected = _expected_count(index, progress, group, rank)
-    return None if expected is None else mine - expected
-
-
-def off_by_one(
-    edges: list[WaitEdge], members: list[int], index: GroupIndex, progress: dict[tuple[str, int], Progress]
-) -> dict[int, int]:
-    """Ranks of a wait-for cycle one collective off their level peers where it waits: -1 for a
-    rank that never issued the collective a member waits in and issued one fewer of its group
-    than its level peers (it skipped one), +1 for a waiting rank that issued one more (it added
-    one); only where the rank on the other side of each such wait is level with its own peers."""
-    inside = set(members)
-    off: dict[int, int] = {}
-    for e in edges:
-        if e.reason != WaitReason.NOT_ISSUED or e.waiter not in inside or e.blocker not in inside:
-            continue
-        waiter, blocker = (count_offset(index, progress, e.pg_key, r) for r in (e.waiter, e.blocker))
-        if (waiter, blocker) == (0, -1):
-            off[e.blocker] = -1
-        elif (waiter, blocker) == (1, 0):
-            off[e.waiter] = 1
-    return off
-
-
-def decide_by_counts(
-    mismatches: list[Mismatch], index: GroupIndex, progress: dict[tuple[str, int], Progress]
-) -> list[Mismatch]:
-    """Undecided ties where exactly one side issued the count its level peers did."""
-    decided: dict[str, Mismatch] = {}
-    out = []
-    for m in mismatches:
-        group = index.groups.get(m.pg_key)
-        if m.decisive or group is None or not group.desc:
-            out.append(m)
-            continue
-        if m.pg_key not in decided:
-            found = _decide(m, index, progress, group)
-            if found is not None:
-                decided[m.pg_key] = found
-                out.append(found)
+    def _expected(self, disputed: ProcessGroup, rank: int) -> int | None:
+        """What ``rank``'s level peers of its program, outside the disputed group, issued in
+        their groups of its description; None unless they agree. A level group whose peers
+        disagree among themselves is passed over; those whose peers agree must agree too."""
+        of_desc = {
+            r: g.key
+            for g in self.index.groups.values()
+            if g.desc == disputed.desc and g.key != disputed.key
+            for r in g.ranks
+        }
+        mine = self.program.get(rank)
+        counts: set[int] = set()
+        for g in self.index.groups.values():
+            if rank not in g.ranks or g.desc == disputed.desc or len(g.ranks) < 2:
                 continue
-        if m.pg_key in decided:
-            continue  # the group's later ties follow from the one decided
-        out.append(m)
-    return out
+            level = {self._issued(g.key, r) for r in g.ranks}
+            if len(level) != 1 or None in level:
+                continue
+            peers = [p for p in g.ranks if p not in disputed.ranks and p in of_desc and self.program.get(p) == mine]
+            theirs = {self._issued(of_desc[p], p) for p in peers}
+            if len(theirs) == 1 and None not in theirs:
+                counts |= theirs
+        return counts.pop() if len(counts) == 1 else None
 
-
-def _decide(
-    m: Mismatch, index: GroupIndex, progress: dict[tuple[str, int], Progress], group: ProcessGroup
-) -> Mismatch | None:
-    sides: dict[str, set[int]] = {}
-    for r, v in m.found.items():
-        sides.setdefault(v, set()).add(r)
-    if len(sides) != 2:
-        return None
-    off: dict[str, int] = {}
-    for value, ranks in sides.items():
-        deltas = set()
-        for r in ranks:
-            deltas.add(count_offset(index, progress, m.pg_key, r))
-        if len(deltas) != 1 or None in deltas:
+    def offset(self, key: str, rank: int) -> int | None:
+        """How many more of group ``key``'s collectives ``rank`` issued than its level peers
+        issued in theirs of the same description; None where they do not tell."""
+        group = self.index.groups.get(key)
+        mine = self._issued(key, rank)
+        if group is None or not group.desc or mine is None:
             return None
-        off[value] = deltas.pop()
-    program = [v for v, d in off.items() if d == 0]
-    departed = [v for v, d in off.items() if d in (-1, 1)]
-    if len(program) != 1 or len(departed) != 1:
-        return None
-    (expected,), (odd_value,) = program, departed
-    odd = tuple(sorted(sides[odd_value]))
-    return replace(
-        m,
-        failure_class=FailureClass.DESYNC,
-        odd_ranks=odd,
-        expected=expected,
-        found={r: m.found[r] for r in odd},
-        decided_by="counts",
-        shift=1 if off[odd_value] < 0 else -1,
-    )
+        expected = self._expected(group, rank)
+        return None if expected is None else mine - expected
+
+    def off_by_one(self, edges: list[WaitEdge], members: list[int]) -> dict[int, int]:
+        """Ranks of a wait-for cycle one collective off their level peers where it waits: -1
+        for a rank that never issued the collective a member waits in and issued one fewer of
+        its group than its level peers (it skipped one), +1 for a waiting rank that issued one
+        more (it added one); only where the rank on the other side matches its own peers."""
+        inside = set(members)
+        off: dict[int, int] = {}
+        for e in edges:
+            if e.reason != WaitReason.NOT_ISSUED or e.waiter not in inside or e.blocker not in inside:
+                continue
+            waiter, blocker = (self.offset(e.pg_key, r) for r in (e.waiter, e.blocker))
+            if (waiter, blocker) == (0, -1):
+                off[e.blocker] = -1
+            elif (waiter, blocker) == (1, 0):
+                off[e.waiter] = 1
+        return off
+
+    def decide(self, mismatches: list[Mismatch]) -> list[Mismatch]:
+        """Undecided ties where exactly one side issued the count its level peers did; a
+        group's later ties follow from the one decided and are left out."""
+        decided: set[str] = set()
+        out = []
+        for m in mismatches:
+            if m.decisive or m.pg_key in decided:
+                if not m.decisive:
+                    continue
+                out.append(m)
+                continue
+            found = self._decide(m)
+            if found is not None:
+                decided.add(m.pg_key)
+            out.append(found or m)
+        return out
+
+    def _decide(self, m: Mismatch) -> Mismatch | None:
+        sides: dict[str, set[int]] = {}
+        for r, v in m.found.items():
+            sides.setdefault(v, set()).add(r)
+        if len(sides) != 2:
+            return None
+        off: dict[str, int] = {}
+        for value, ranks in sides.items():
+            deltas = {self.offset(m.pg_key, r) for r in ranks}
+            if len(deltas) != 1 or None in deltas:
+                return None
+            off[value] = deltas.pop()
+        program = [v for v, d in off.items() if d == 0]
+        departed = [v for v, d in off.items() if d in (-1, 1)]
+        if len(program) != 1 or len(departed) != 1:
+            return None
+        (expected,), (odd_value,) = program, departed
+        odd = tuple(sorted(sides[odd_value]))
+        return replace(
+            m,
+            failure_class=FailureClass.DESYNC,
+            odd_ranks=odd,
+            expected=expected,
+            found={r: m.found[r] for r in odd},
+            decided_by="counts",
+            shift=1 if off[odd_value] < 0 else -1,
+        )

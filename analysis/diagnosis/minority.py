@@ -18,8 +18,12 @@ one of the cycle's points itself.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from .waitfor import WaitEdge, WaitGraph, WaitReason
+
+Offset = Callable[[str, int], int | None]
+"""(group key, rank) -> collectives issued beyond the rank's level peers (see :mod:`.level_counts`)."""
 
 
 def _sides(edges: list[WaitEdge]) -> dict[tuple[str, int], tuple[set[int], set[int]]]:
@@ -33,9 +37,11 @@ def _sides(edges: list[WaitEdge]) -> dict[tuple[str, int], tuple[set[int], set[i
     return sides
 
 
-def cycle_minority(graph: WaitGraph, comp: list[int]) -> set[int]:
+def cycle_minority(graph: WaitGraph, comp: list[int], offset: Offset | None = None) -> set[int]:
     """The members of cycle ``comp`` on the smaller side at every point they wait at or are
-    waited on at, or an empty set where the points do not agree."""
+    waited on at, or an empty set where the points do not agree. A point with as many on
+    each side is decided by ``offset`` (see :mod:`.level_counts`): the side one collective
+    off its level peers is the smaller one there, where the other side matches them."""
     inside = set(comp)
     points = [e for e in graph.edges if e.waiter in inside or e.blocker in inside]
     within = [e for e in points if e.waiter in inside and e.blocker in inside]
@@ -46,13 +52,39 @@ def cycle_minority(graph: WaitGraph, comp: list[int]) -> set[int]:
         return set()
     smaller: set[int] = set()
     larger: set[int] = set()
-    for waiting, absent in _sides(points).values():
+    ties = []
+    for (key, _), (waiting, absent) in _sides(points).items():
         if len(waiting) == len(absent):
-            return set()
-        few, many = (waiting, absent) if len(waiting) < len(absent) else (absent, waiting)
+            few = _off_side(key, waiting, absent, offset) if offset else None
+            if few is None:
+                ties.append((waiting, absent))
+                continue
+            many = absent if few is waiting else waiting
+        else:
+            few, many = (waiting, absent) if len(waiting) < len(absent) else (absent, waiting)
         smaller |= few
         larger |= many
+    for waiting, absent in ties:  # even: the sides the other points put its ranks on, if they agree
+        if waiting <= smaller and absent <= larger:
+            few, many = waiting, absent
+        elif absent <= smaller and waiting <= larger:
+            few, many = absent, waiting
+        else:
+            return set()
     odd = smaller & inside
     if not odd or smaller & larger or odd == inside:
         return set()
     return odd
+
+
+def _off_side(key: str, waiting: set[int], absent: set[int], offset: Offset) -> set[int] | None:
+    """Of a point with as many ranks on each side, the side one collective off its level
+    peers in the group (waiting ranks one ahead, or absent ranks one behind), where the
+    other side matches them; None where the counts do not tell."""
+    ahead = {offset(key, r) for r in waiting}
+    behind = {offset(key, r) for r in absent}
+    if ahead == {1} and behind == {0}:
+        return waiting
+    if ahead == {0} and behind == {-1}:
+        return absent
+    return None

@@ -12,6 +12,7 @@ whose history is unknown.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ import pandas as pd
 from .. import schema as s
 from ..opnames import is_exchange
 from ..tables.rowkeys import group_ids
+from .groups import ProcessGroup
 
 SIGNATURE_SEQS = 64
 """The newest common seqs compared: enough to tell pipeline stages apart."""
@@ -102,3 +104,18 @@ def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
             family_of[k] = signatures.setdefault(sig, f"{desc}#{len(signatures)}")
             known.add(family_of[k])
     return Families(family_of, frozenset(known), dict(desc_of))
+
+
+def rank_programs(
+    groups: Iterable[ProcessGroup], world: int, family_of: dict[str, str], carries: Callable[[ProcessGroup], bool]
+) -> dict[int, frozenset[str]]:
+    """Each rank's program: the families of its groups smaller than the world that carry
+    recorded collectives (``carries``). Ranks that run the same program share them; a group
+    with none, such as a pipeline group gloo records nothing in, says nothing about it."""
+    program: dict[int, set[str]] = defaultdict(set)
+    for g in groups:
+        if 2 <= len(g.ranks) < world and not g.has_p2p:
+            busy = carries(g)
+            for r in g.ranks:
+                program[r] |= {family_of.get(g.key, g.key)} if busy else set()
+    return {r: frozenset(f) for r, f in program.items()}
