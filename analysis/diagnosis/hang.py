@@ -304,6 +304,10 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []
     # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
     departed = _departed(w, comp)
+    if not departed and len(comp) > 1:  # no routine tells: the sides the other points give decide an even one
+        odd = cycle_minority(w.graph, comp, w.a.levels.offset, even_by_sides=True)
+        if odd and odd != set(causes):
+            return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
     how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
     diverged = [how.get(d.rank, d) for d in departed] or list(how.values())

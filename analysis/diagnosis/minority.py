@@ -37,11 +37,14 @@ def _sides(edges: list[WaitEdge]) -> dict[tuple[str, int], tuple[set[int], set[i
     return sides
 
 
-def cycle_minority(graph: WaitGraph, comp: list[int], offset: Offset | None = None) -> set[int]:
+def cycle_minority(
+    graph: WaitGraph, comp: list[int], offset: Offset | None = None, even_by_sides: bool = False
+) -> set[int]:
     """The members of cycle ``comp`` on the smaller side at every point they wait at or are
     waited on at, or an empty set where the points do not agree. A point with as many on
     each side is decided by ``offset`` (see :mod:`.level_counts`): the side one collective
-    off its level peers is the smaller one there, where the other side matches them."""
+    off its level peers is the smaller one there, where the other side matches them; with
+    ``even_by_sides``, else by the sides the other points put its ranks on."""
     inside = set(comp)
     points = [e for e in graph.edges if e.waiter in inside or e.blocker in inside]
     within = [e for e in points if e.waiter in inside and e.blocker in inside]
@@ -65,6 +68,8 @@ def cycle_minority(graph: WaitGraph, comp: list[int], offset: Offset | None = No
         smaller |= few
         larger |= many
     for waiting, absent in ties:  # even: the sides the other points put its ranks on, if they agree
+        if not even_by_sides:
+            return set()
         if waiting <= smaller and absent <= larger:
             few, many = waiting, absent
         elif absent <= smaller and waiting <= larger:
