@@ -78,4 +78,5 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     p2p = pending_p2p(dumps, index)
     graph = build_wait_graph(index, progress, have_dump, pending_ops, p2p, queue_heads(cells, dumps.entries, p2p))
     imbalances = find_imbalances(cells, dumps.entries, index, have_dump)
+    mismatches += levels.stalled(graph.stalled)
     return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing, levels)

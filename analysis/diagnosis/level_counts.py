@@ -22,6 +22,9 @@ from ..types import FailureClass
 from .mismatch import Mismatch
 from .waitfor import WaitEdge, WaitReason
 
+ISSUED = "issued"
+"""The attribute of a count mismatch: how many of the group's collectives each rank issued."""
+
 
 class LevelCounts:
     """Counts of issued collectives, compared with what a rank's level peers issued."""
@@ -90,6 +93,27 @@ class LevelCounts:
             elif (waiter, blocker) == (1, 0):
                 off[e.waiter] = 1
         return off
+
+    def stalled(self, stalled: dict[tuple[str, int], list[int]]) -> list[Mismatch]:
+        """Collectives every member issued and none completed, where some members issued one
+        collective more or fewer of the group than their level peers while the others match
+        theirs: those members are at another call than the rest (a skipped or added one whose
+        entry shows nothing else, as an all_to_all of the same shapes at another point)."""
+        found = []
+        for (key, seq), ranks in sorted(stalled.items(), key=lambda kv: kv[0][1]):
+            group = self.index.groups.get(key)
+            if group is None or set(ranks) != set(group.ranks):
+                continue
+            off = {r: self.offset(key, r) for r in ranks}
+            odd = tuple(sorted(r for r, d in off.items() if d in (-1, 1)))
+            rest = [r for r in ranks if r not in odd]
+            if not odd or not rest or any(off[r] != 0 for r in rest) or len({off[r] for r in odd}) != 1:
+                continue
+            shift = 1 if off[odd[0]] < 0 else -1
+            expected = str(self._issued(key, rest[0]))
+            mine = {r: str(self._issued(key, r)) for r in odd}
+            found.append(Mismatch(key, seq, ISSUED, FailureClass.DESYNC, odd, expected, mine, "counts", shift))
+        return found
 
     def decide(self, mismatches: list[Mismatch]) -> list[Mismatch]:
         """Undecided ties where exactly one side issued the count its level peers did; a

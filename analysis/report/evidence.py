@@ -8,12 +8,19 @@ from dataclasses import replace
 
 from .. import schema as s
 from ..diagnosis.findings import Finding, Kind
+from ..diagnosis.level_counts import ISSUED
 from ..model.groups import GroupIndex
 from ..model.health import DEVICE_WORDS
 from ..types import FileError
 from .words import group_label, ranks_text
 
-_ATTRIBUTE_WORDS = {s.OP: "ops", s.INPUT_SIZES: "input sizes", s.INPUT_DTYPES: "dtypes", s.CALL_SITE: "call sites"}
+_ATTRIBUTE_WORDS = {
+    s.OP: "ops",
+    s.INPUT_SIZES: "input sizes",
+    s.INPUT_DTYPES: "dtypes",
+    s.CALL_SITE: "call sites",
+    ISSUED: "numbers of the group's collectives issued",
+}
 
 
 def _called_from(site: str | None) -> str:
@@ -26,7 +33,20 @@ def _differ(f: Finding, where: str) -> str:
     return f"At seq {f.seq} of {where} the {_ATTRIBUTE_WORDS[d['attribute']]} differ: {found}"
 
 
+def _count_mismatch(f: Finding, where: str) -> str:
+    d = f.detail
+    found = "; ".join(f"rank {r}: {v}" for r, v in list(d["found"].items())[:8])
+    what = "a skipped collective" if d.get("shift", 0) > 0 else "an added collective"
+    return (
+        f"Every member issued seq {f.seq} of {where} and none completed it, but the ranks issued different "
+        f"numbers of the group's collectives ({found}) where the ranks level with them in their other groups "
+        f"issued {d['expected']} in theirs: {what}."
+    )
+
+
 def _mismatch(f: Finding, where: str) -> str:
+    if f.detail["attribute"] == ISSUED:
+        return _count_mismatch(f, where)
     basis = {
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
