@@ -13,7 +13,8 @@ Two things the dumps cannot show directly make victims look like roots:
   step-mates went on without it is stuck itself; a rank that stopped at the same point
   as every step-mate, none of them waiting in a collective, is blocked on a pipeline
   peer (when the dumps list pipeline groups, only if a pipeline peer is itself stuck
-  or waiting).
+  or waiting). The same point means level in every group: a rank that issued fewer of
+  another group's collectives than its level peers did in theirs stopped earlier.
 """
 
 from __future__ import annotations
@@ -84,8 +85,15 @@ class Steps:
             return False
         if len({self.issued(g, r) for r in g.ranks}) != 1:
             return False
+        if self.behind_its_peers(rank):
+            return False
         peers = self.pipeline_peers(rank)
         return not peers or any(p in causes or p not in self.silent for p in peers)
+
+    def behind_its_peers(self, rank: int) -> bool:
+        """``rank`` issued fewer collectives in one of its groups than its level peers issued
+        in theirs (see :mod:`.level_counts`): it stopped earlier than they did."""
+        return any((off := self.a.levels.offset(g.key, rank)) is not None and off < 0 for g in self.groups_of[rank])
 
 
 def after_mismatch(

@@ -35,6 +35,11 @@ class LevelCounts:
         self.index = index
         self.progress = progress
         self.program = rank_programs(index.groups.values(), world, families.family_of, self._carries)
+        self.groups_of: dict[int, list[ProcessGroup]] = {}
+        for g in index.groups.values():
+            for r in g.ranks:
+                self.groups_of.setdefault(r, []).append(g)
+        self._offsets: dict[tuple[str, int], int | None] = {}
 
     def _issued(self, key: str, rank: int) -> int | None:
         p = self.progress.get((key, rank))
@@ -47,29 +52,32 @@ class LevelCounts:
         """What ``rank``'s level peers of its program, outside the disputed group, issued in
         their groups of its description; None unless they agree. A level group whose peers
         disagree among themselves is passed over; those whose peers agree must agree too."""
-        of_desc = {
-            r: g.key
-            for g in self.index.groups.values()
-            if g.desc == disputed.desc and g.key != disputed.key
-            for r in g.ranks
-        }
         mine = self.program.get(rank)
         counts: set[int] = set()
-        for g in self.index.groups.values():
-            if rank not in g.ranks or g.desc == disputed.desc or len(g.ranks) < 2:
+        for g in self.groups_of.get(rank, []):
+            if g.desc == disputed.desc or len(g.ranks) < 2:
                 continue
             level = {self._issued(g.key, r) for r in g.ranks}
             if len(level) != 1 or None in level:
                 continue
-            peers = [p for p in g.ranks if p not in disputed.ranks and p in of_desc and self.program.get(p) == mine]
-            theirs = {self._issued(of_desc[p], p) for p in peers}
+            peers = [p for p in g.ranks if p not in disputed.ranks and self.program.get(p) == mine]
+            theirs = {self._issued(k, p) for p in peers if (k := self._of_desc(disputed.desc, p)) is not None}
             if len(theirs) == 1 and None not in theirs:
                 counts |= theirs
         return counts.pop() if len(counts) == 1 else None
 
+    def _of_desc(self, desc: str, rank: int) -> str | None:
+        """``rank``'s group of description ``desc`` (one of them, if several)."""
+        return next((g.key for g in self.groups_of.get(rank, []) if g.desc == desc), None)
+
     def offset(self, key: str, rank: int) -> int | None:
         """How many more of group ``key``'s collectives ``rank`` issued than its level peers
         issued in theirs of the same description; None where they do not tell."""
+        if (key, rank) not in self._offsets:
+            self._offsets[(key, rank)] = self._offset(key, rank)
+        return self._offsets[(key, rank)]
+
+    def _offset(self, key: str, rank: int) -> int | None:
         group = self.index.groups.get(key)
         mine = self._issued(key, rank)
         if group is None or not group.desc or mine is None:
