@@ -299,6 +299,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
         ]
         if all(f is not None for f in by_count):
             return by_count, []
+    skips = {r: f for r in comp if (f := _skipped(w, order, r))} if len(comp) > 1 else {}
+    if skips and len(skips) < len(comp):  # program order shows who went past one the others wait in
+        return list(skips.values()), []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []
