@@ -53,7 +53,8 @@ class Families:
 
 
 def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
-    """(group key, seq, value) where every member issued the same op, sizes and dtypes."""
+    """(group key, seq, value) where every member issued the same op, sizes and dtypes (every
+    member that recorded the group's fullest seq)."""
     value = np.zeros(len(cells), dtype=np.int64)
     ops = cells[s.OP].array
     exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
@@ -70,7 +71,13 @@ def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
     np.maximum.at(high, gid, value)
     first = np.full(n, -1, dtype=np.int64)
     first[gid[::-1]] = np.arange(len(gid) - 1, -1, -1)
-    ok = np.flatnonzero(low == high)
+    # every member recorded it: as many rows as the group's fullest seq (one member's row alone
+    # agrees with nothing; after a skip, the rank that went on issues seqs its peers have not)
+    rows_per_seq = np.bincount(gid, minlength=n)
+    key_codes = cells[s.PG_KEY].astype("category").cat.codes.to_numpy()[first] if n else np.zeros(0, dtype=np.int64)
+    fullest = np.zeros(int(key_codes.max(initial=-1)) + 1, dtype=np.int64)
+    np.maximum.at(fullest, key_codes, rows_per_seq)
+    ok = np.flatnonzero((low == high) & (rows_per_seq == fullest[key_codes]))
     rows = first[ok]
     return pd.DataFrame(
         {
