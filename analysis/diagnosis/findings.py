@@ -31,6 +31,8 @@ class Kind(enum.StrEnum):
     """A rank issued a collective no other rank issues; its peers moved on."""
     WENT_PAST = "went_past"
     """A rank in a wait-for cycle went past a collective its peers wait for it in."""
+    WENT_AHEAD = "went_ahead"
+    """A rank in a wait-for cycle issued more of a group's collectives than its level peers did."""
     DEPARTED = "departed"
     """A rank's pending collective is not what its own earlier steps issued at that point."""
     STRAGGLER = "straggler"

@@ -43,6 +43,10 @@ class HangExplanation:
     """A wait-for cycle that program order could not break."""
 
 
+MAX_COUNTED = 64
+"""Largest wait-for cycle whose members' counts are compared with their level peers'."""
+
+
 class _Waits:
     """Lookups over the wait-for graph shared by every rule below."""
 
@@ -277,6 +281,18 @@ def _past(w: _Waits, rank: int, skipped: list[WaitEdge]) -> Finding:
     )
 
 
+def _went_ahead(w: _Waits, rank: int, key: str, more: int) -> Finding:
+    """``rank`` issued ``more`` collectives of group ``key`` than its level peers: the members
+    of its cycle wait for it where it has not come back to (see :mod:`.level_counts`)."""
+    waits = w.into.get(rank, [])
+    e = min(waits, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq)) if waits else None
+    where = (e.pg_key, e.seq, e.op) if e is not None else (key, None, None)
+    waiters = w.waiters_at(rank, e.pg_key, e.seq) if e is not None else ()
+    detail = {"ahead_in": key, "more": more}
+    since = w.since([e]) if e is not None else NEVER
+    return Finding(Kind.WENT_AHEAD, Role.SUSPECT, (rank,), FailureClass.DESYNC, *where, waiters, since, detail)
+
+
 def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict[int, Finding | None]) -> bool:
     """Whether ``rank`` is a cause only because ranks that went past a collective, or added
     one, wait on it: they wait where their peers have not arrived, as a consequence of their
@@ -302,6 +318,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     skips = {r: f for r in comp if (f := _skipped(w, order, r))} if len(comp) > 1 else {}
     if skips and len(skips) < len(comp):  # program order shows who went past one the others wait in
         return list(skips.values()), []
+    ahead = w.a.levels.ahead(comp) if 1 < len(comp) <= MAX_COUNTED else {}
+    if ahead:  # issued more than its level peers, the rest level with theirs: it went ahead
+        return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(ahead.items())], []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

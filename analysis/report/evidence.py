@@ -102,6 +102,16 @@ def _went_past(f: Finding, where: str) -> str:
     )
 
 
+def _went_ahead(f: Finding, where: str) -> str:
+    d = f.detail
+    return (
+        f"Rank {f.rank} went ahead of its program: it issued {d['more']} more collective(s) of group "
+        f"{d['ahead_in']} than the ranks level with it issued in theirs, and {ranks_text(f.waiters)} wait for it "
+        f"at seq {f.seq} ({f.op or 'collective'}) of {where}, which it reaches only behind what it waits in "
+        "(a skipped collective)."
+    )
+
+
 def _departed(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} where, after the same collectives, "
@@ -308,6 +318,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.EXTRA: _extra,
     Kind.DEPARTED: _departed,
     Kind.WENT_PAST: _went_past,
+    Kind.WENT_AHEAD: _went_ahead,
     Kind.STRAGGLER: _straggler,
     Kind.NOT_ISSUED: _not_issued,
     Kind.NO_RECORD: _no_record,
