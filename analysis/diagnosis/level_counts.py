@@ -13,6 +13,7 @@ points tell nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from ..model.families import Families, rank_programs
@@ -116,12 +117,45 @@ class LevelCounts:
             odd = tuple(sorted(r for r, d in off.items() if d in (-1, 1)))
             rest = [r for r in ranks if r not in odd]
             if not odd or not rest or any(off[r] != 0 for r in rest) or len({off[r] for r in odd}) != 1:
-                continue
+                odd, rest, off = self._odd_inside(group)
+                if not odd:
+                    continue
             shift = 1 if off[odd[0]] < 0 else -1
             expected = str(self._issued(key, rest[0]))
             mine = {r: str(self._issued(key, r)) for r in odd}
             found.append(Mismatch(key, seq, ISSUED, FailureClass.DESYNC, odd, expected, mine, "counts", shift))
         return found
+
+    def _odd_inside(self, group: ProcessGroup) -> tuple[tuple[int, ...], list[int], dict[int, int]]:
+        """Where the group holds all of its members' program-mates (no level peer outside it):
+        the members one off the count most members issued, each level in another group with
+        a member of that majority (they are at the same point, so the count should agree)."""
+        counts = {r: self._issued(group.key, r) for r in group.ranks}
+        if None in counts.values():
+            return (), [], {}
+        top = Counter(counts.values()).most_common(2)
+        if len(top) < 2 or top[0][1] == top[1][1] or 2 * top[0][1] <= len(counts):
+            return (), [], {}
+        usual = top[0][0]
+        off = {r: c - usual for r, c in counts.items()}
+        odd = tuple(sorted(r for r, d in off.items() if d))
+        rest = [r for r in group.ranks if not off[r]]
+        if len({off[r] for r in odd}) != 1 or abs(off[odd[0]]) != 1:
+            return (), [], {}
+        if not all(self._level_with(r, set(rest), group.key) for r in odd):
+            return (), [], {}
+        return odd, rest, off
+
+    def _level_with(self, rank: int, others: set[int], leave_out: str) -> bool:
+        """``rank`` shares a group other than ``leave_out`` with one of ``others``, every member
+        of it having issued as many of its collectives."""
+        for g in self.groups_of.get(rank, []):
+            if g.key == leave_out or not others & set(g.ranks):
+                continue
+            level = {self._issued(g.key, r) for r in g.ranks}
+            if len(level) == 1 and None not in level:
+                return True
+        return False
 
     def ahead(self, members: list[int]) -> dict[int, tuple[str, int]]:
         """Members of a wait-for cycle that issued more of one of their groups' collectives

@@ -106,9 +106,12 @@ def _weigh_mismatches(a: Analysis, draft: _Draft) -> list[Mismatch]:
     return decisive
 
 
-def _weigh_exchanges(a: Analysis, draft: _Draft) -> None:
-    """All-to-all exchanges that do not add up: a size mismatch no single rank can be named for."""
+def _weigh_exchanges(a: Analysis, draft: _Draft, explained: set[tuple[str, int]]) -> None:
+    """All-to-all exchanges that do not add up: a size mismatch no single rank can be named for,
+    unless a decided mismatch at the same (group, seq) explains it (a rank at another call)."""
     for imb in a.imbalances:
+        if (imb.pg_key, imb.seq) in explained:
+            continue
         detail = {"sent": imb.sent, "received": imb.received}
         f = Finding(
             Kind.SIZES_DO_NOT_ADD_UP, Role.POSSIBLE, imb.ranks, FailureClass.SIZE_MISMATCH, imb.pg_key, imb.seq, imb.op
@@ -180,7 +183,7 @@ def diagnose(a: Analysis) -> Diagnosis:
     """Decide suspects, class, wavefront and findings from the analysis."""
     draft = _Draft()
     decisive = _weigh_mismatches(a, draft)
-    _weigh_exchanges(a, draft)
+    _weigh_exchanges(a, draft, {(m.pg_key, m.seq) for m in decisive})
     order = ProgramOrder(a.cells, a.dumps.entries, a.families.family_of)
     lone_groups = _weigh_lone(a, draft, order)
     set_aside, unresolved = _weigh_hang(a, draft, decisive, order, lone_groups)
