@@ -41,6 +41,8 @@ class LevelCounts:
             for r in g.ranks:
                 self.groups_of.setdefault(r, []).append(g)
         self._offsets: dict[tuple[str, int], int | None] = {}
+        self._level: dict[str, bool] = {}
+        self._peers: dict[tuple[str, str, frozenset[str] | None], tuple[Counter, dict[str, Counter]]] = {}
 
     def _issued(self, key: str, rank: int) -> int | None:
         p = self.progress.get((key, rank))
@@ -54,22 +56,43 @@ class LevelCounts:
         their groups of its description; None unless they agree. A level group whose peers
         disagree among themselves is passed over; those whose peers agree must agree too."""
         mine = self.program.get(rank)
-        counts: set[int] = set()
+        counts: set[int | None] = set()
         for g in self.groups_of.get(rank, []):
-            if g.desc == disputed.desc or len(g.ranks) < 2:
+            if g.desc == disputed.desc or len(g.ranks) < 2 or not self._is_level(g):
                 continue
-            level = {self._issued(g.key, r) for r in g.ranks}
-            if len(level) != 1 or None in level:
-                continue
-            peers = [p for p in g.ranks if p not in disputed.ranks and self.program.get(p) == mine]
-            theirs = {self._issued(k, p) for p in peers if (k := self._of_desc(disputed.desc, p)) is not None}
-            if len(theirs) == 1 and None not in theirs:
+            total, by_group = self._peer_counts(g, disputed.desc, mine)
+            theirs = {c for c, n in (total - by_group.get(disputed.key, Counter())).items() if n > 0}
+            if len(theirs) == 1:
                 counts |= theirs
         return counts.pop() if len(counts) == 1 else None
 
-    def _of_desc(self, desc: str, rank: int) -> str | None:
-        """``rank``'s group of description ``desc`` (one of them, if several)."""
-        return next((g.key for g in self.groups_of.get(rank, []) if g.desc == desc), None)
+    def _is_level(self, g: ProcessGroup) -> bool:
+        """Every member of ``g`` issued as many of its collectives (and the count is known)."""
+        if g.key not in self._level:
+            level = {self._issued(g.key, r) for r in g.ranks}
+            self._level[g.key] = len(level) == 1 and None not in level
+        return self._level[g.key]
+
+    def _peer_counts(
+        self, g: ProcessGroup, desc: str, program: frozenset[str] | None
+    ) -> tuple[Counter, dict[str, Counter]]:
+        """Of the members of ``g`` that run ``program``: how many issued each count in their
+        group of description ``desc``, in all and per such group (built once per question)."""
+        cache_key = (g.key, desc, program)
+        if cache_key not in self._peers:
+            total: Counter = Counter()
+            by_group: dict[str, Counter] = {}
+            for p in g.ranks:
+                if self.program.get(p) != program:
+                    continue
+                k = next((h.key for h in self.groups_of.get(p, []) if h.desc == desc), None)
+                if k is None:
+                    continue
+                c = self._issued(k, p)
+                total[c] += 1
+                by_group.setdefault(k, Counter())[c] += 1
+            self._peers[cache_key] = (total, by_group)
+        return self._peers[cache_key]
 
     def offset(self, key: str, rank: int) -> int | None:
         """How many more of group ``key``'s collectives ``rank`` issued than its level peers
