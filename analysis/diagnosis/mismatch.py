@@ -19,7 +19,7 @@ from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
 from .history import history_shift, history_vote, seen_call_vote
-from .usual_call import usual_call_vote
+from .usual_call import issued_elsewhere, usual_call_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
 _SIZE_VARIES = ("all_to_all", "alltoall", "gather", "scatter", "send", "recv", "coalesced")
@@ -108,7 +108,7 @@ def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
                 continue  # already explained by a more telling attribute
             flagged.update((key, seq, r) for r in mm.odd_ranks)
             found.append(mm)
-    found = [_shifted(m, cells) for m in found]
+    found = [_at_another_point(_shifted(m, cells), cells, families) for m in found]
     found.sort(key=lambda m: (m.seq, m.pg_key))
     return found
 
@@ -155,6 +155,17 @@ def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
         found=found,
         decided_by="shift",
     )
+
+
+def _at_another_point(m: Mismatch, cells: pd.DataFrame, families: Families) -> Mismatch:
+    """A size or dtype mismatch whose odd ranks issued a whole call the program issues
+    elsewhere (see :mod:`.usual_call`) is a desync: they are at another point of the program,
+    even where the others' next seq is not there to show the shift."""
+    if m.failure_class not in (FailureClass.SIZE_MISMATCH, FailureClass.DTYPE_MISMATCH) or not m.decisive:
+        return m
+    if not issued_elsewhere(cells, m.pg_key, m.seq, m.odd_ranks, families.same_description(m.pg_key)):
+        return m
+    return replace(m, failure_class=FailureClass.DESYNC)
 
 
 def _shift_of(entry: dict[tuple[int, int], tuple[str, ...]], odd: set[int], seq: int) -> int:

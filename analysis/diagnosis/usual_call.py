@@ -60,3 +60,16 @@ def usual_call_vote(
     if len(usual) != 1:
         return None
     return next(iter(usual))
+
+
+def issued_elsewhere(cells: pd.DataFrame, key: str, seq: int, ranks: tuple[int, ...], relatives: list[str]) -> bool:
+    """Whether every one of ``ranks`` issued at (``key``, ``seq``) a whole call that ranks issue
+    together elsewhere (the group's other seqs, groups of its description): a call of the
+    program at another point, not a wrong size or dtype for this one."""
+    here = cells.loc[
+        ((cells[s.PG_KEY] == key) & (cells[s.SEQ] == seq)).to_numpy() & cells[s.RANK].isin(ranks).to_numpy()
+    ]
+    if here.empty:
+        return False
+    seen = calls_issued_together(cells, [key, *relatives], (key, seq))
+    return all(call in seen for call in _call_text(here).itertuples(index=False, name=None))

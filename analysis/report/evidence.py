@@ -11,7 +11,7 @@ from ..diagnosis.findings import Finding, Kind
 from ..diagnosis.level_counts import ISSUED
 from ..model.groups import GroupIndex
 from ..model.health import DEVICE_WORDS
-from ..types import FileError
+from ..types import FailureClass, FileError
 from .words import group_label, ranks_text
 
 _ATTRIBUTE_WORDS = {
@@ -62,6 +62,16 @@ def _mismatch(f: Finding, where: str) -> str:
         text += (
             f" {who} issued one {'fewer' if shift > 0 else 'more'} than the ranks level with it in their other"
             f" groups issued in theirs: {'a skipped' if shift > 0 else 'an added'} collective."
+        )
+    elif (
+        not shift
+        and f.failure_class == FailureClass.DESYNC
+        and f.detail["attribute"] in (s.INPUT_SIZES, s.INPUT_DTYPES)
+    ):
+        who = ranks_text(f.ranks).capitalize()
+        text += (
+            f" {who} issued a whole call the program issues together elsewhere: it is at another point of its"
+            " program (a skipped or added collective), not passing a wrong size."
         )
     elif shift:
         who = ranks_text(f.ranks).capitalize()
