@@ -54,3 +54,8 @@ EXCHANGE_OPS = ("all_to_all", "alltoall")
 def is_exchange(op: str) -> bool:
     """Whether ``op`` (or any part of a coalesced ``a+b``) is an all-to-all exchange."""
     return any(x in op for x in EXCHANGE_OPS)
+
+
+def is_send_recv(op: str) -> bool:
+    """A point-to-point op (send, recv, or a coalesced group of them)."""
+    return bool(op) and set(op.split("+")) <= {"send", "recv"}

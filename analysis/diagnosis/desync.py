@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import schema as s
 from ..model.routine import Departure
+from ..opnames import is_send_recv
 from ..types import FailureClass
 from .analysis import Analysis
 from .findings import Finding, Kind, Role
@@ -22,12 +23,13 @@ def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None,
 
 
 def departed_finding(rank: int, d: Departure, since: int) -> Finding:
-    """The finding for a rank that left its routine at ``d``."""
+    """The finding for a rank that left its routine at ``d``: where its routine issues a
+    send/recv there, it never posted that send/recv (its peer waits in the other half)."""
     return Finding(
         Kind.DEPARTED,
         Role.SUSPECT,
         (rank,),
-        FailureClass.DESYNC,
+        FailureClass.P2P_UNMATCHED if is_send_recv(d.expected[1]) else FailureClass.DESYNC,
         d.pg_key,
         d.seq,
         d.issued[1],

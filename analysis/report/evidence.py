@@ -11,6 +11,7 @@ from ..diagnosis.findings import Finding, Kind
 from ..diagnosis.level_counts import ISSUED
 from ..model.groups import GroupIndex
 from ..model.health import DEVICE_WORDS
+from ..opnames import is_send_recv
 from ..types import FailureClass, FileError
 from .words import group_label, ranks_text
 
@@ -126,7 +127,12 @@ def _departed(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} where, after the same collectives, "
         f"its earlier steps issued {f.detail['expected_op']} of a {f.detail['expected_family'].split('#')[0]} group, "
-        f"and its peers did not leave their routine: rank {f.rank} added or skipped a collective there."
+        f"and its peers did not leave their routine: rank {f.rank} "
+        + (
+            "never posted that send/recv and went on."
+            if is_send_recv(f.detail["expected_op"])
+            else "added or skipped a collective there."
+        )
     )
 
 
