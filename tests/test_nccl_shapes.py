@@ -66,8 +66,28 @@ def test_unmatched_send_names_the_peer_that_never_posted_recv(tmp_path) -> None:
     write_set(tmp_path, per_rank)
     report = analysis.analyze(tmp_path)
     assert report.suspect_ranks == [1]
-    assert report.failure_class == "p2p_unmatched"
+    # rank 1 waits in nothing: it stopped before posting the recv (CPU side), a missing participant
+    assert report.failure_class == "missing_participant"
+    assert "never posted the recv" in report.summary + " ".join(report.evidence)
     assert report.victim_ranks == [0]
+
+
+def test_unmatched_send_whose_peer_went_on_is_p2p_unmatched(tmp_path) -> None:
+    """The peer that never posted the recv is blocked further on (a collective after it): it went
+    on without posting it."""
+    pp = [0, 1]
+    per_rank = {
+        0: [coll("2", "pipeline", pp, 0, op="send 0->1", is_p2p=True, p2p_seq_id=4, state="started")],
+        1: [
+            coll("2", "pipeline", pp, 0, op="send 1->0", is_p2p=True, p2p_seq_id=3),
+            coll("3", "tp", [1, 2], 1, op="all_reduce", state="started"),
+        ],
+        2: [coll("3", "tp", [1, 2], 1, op="all_reduce", state="started")],
+    }
+    write_set(tmp_path, per_rank)
+    report = analysis.analyze(tmp_path)
+    assert report.suspect_ranks == [1]
+    assert report.failure_class == "p2p_unmatched"
 
 
 def test_matched_pending_send_and_recv_is_not_blamed_on_either(tmp_path) -> None:

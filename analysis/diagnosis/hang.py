@@ -207,7 +207,12 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     if reasons.get(WaitReason.NO_DUMP):
         kind, cls = Kind.NO_DUMP, FailureClass.MISSING_DUMP
     elif reasons.get(WaitReason.P2P_UNMATCHED) and not reasons.get(WaitReason.NOT_ISSUED):
-        kind, cls = Kind.P2P_UNMATCHED, FailureClass.P2P_UNMATCHED
+        # a rank that waits in nothing stopped before posting it (CPU side); one blocked further
+        # on went on without it
+        stopped = rank not in w.blocked_ranks
+        kind = Kind.P2P_UNMATCHED
+        cls = FailureClass.MISSING_PARTICIPANT if stopped else FailureClass.P2P_UNMATCHED
+        detail = {"stopped": stopped}
     elif reasons.get(WaitReason.NO_RECORD) and not reasons.get(WaitReason.NOT_ISSUED):
         kind, cls = Kind.NO_RECORD, FailureClass.MISSING_PARTICIPANT
     else:

@@ -186,7 +186,12 @@ def _p2p_unmatched(f: Finding, where: str) -> str:
     other = "recv" if f.op == "send" else "send"
     return (
         f"Rank {f.rank} never posted the {other} matching {ranks_text(f.waiters)}'s pending {f.op} "
-        f"in {where} (p2p seq {f.seq})."
+        f"in {where} (p2p seq {f.seq})"
+        + (
+            ", and waits in nothing itself: it stopped before posting it (CPU side: compute, data loading, a lock)."
+            if f.detail.get("stopped")
+            else "."
+        )
     )
 
 
