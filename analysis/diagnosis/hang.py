@@ -306,8 +306,22 @@ def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict
     return rank not in divergent and bool(divergent) and all(e.waiter in divergent for e in causes[rank])
 
 
+def _held_by_stall(w: _Waits, rank: int) -> bool:
+    """``rank`` issued what its peers wait for (they wait only on collectives it holds queued
+    or is behind on), and is itself blocked at a collective every member issued and none
+    completed: it is held by whatever holds that collective (in a small buffer, an op
+    before the window), not a cause in its own right."""
+    incoming = w.into.get(rank, [])
+    if not incoming or any(e.reason not in (WaitReason.QUEUED, WaitReason.BEHIND) for e in incoming):
+        return False
+    heads = [b for b in w.graph.blocked if b.rank == rank and not b.queued and not b.is_p2p]
+    return bool(heads) and all((b.pg_key, b.seq) in w.graph.stalled for b in heads)
+
+
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes."""
+    if len(comp) == 1 and _held_by_stall(w, comp[0]):
+        return [], []
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
     odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
