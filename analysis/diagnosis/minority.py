@@ -22,6 +22,10 @@ from collections.abc import Callable
 
 from .waitfor import WaitEdge, WaitGraph, WaitReason
 
+_ABSENT = (WaitReason.NOT_ISSUED, WaitReason.NO_RECORD)
+"""A rank with no record of a group issued none of its collectives: absent, as one that never
+issued the seq (a first checkpoint barrier, say)."""
+
 Offset = Callable[[str, int], int | None]
 """(group key, rank) -> collectives issued beyond the rank's level peers (see :mod:`.level_counts`)."""
 
@@ -30,7 +34,7 @@ def _sides(edges: list[WaitEdge]) -> dict[tuple[str, int], tuple[set[int], set[i
     """Per (group, seq): the ranks waiting there and the ranks that never issued it."""
     sides: dict[tuple[str, int], tuple[set[int], set[int]]] = defaultdict(lambda: (set(), set()))
     for e in edges:
-        if e.reason == WaitReason.NOT_ISSUED:
+        if e.reason in _ABSENT:
             waiting, absent = sides[(e.pg_key, e.seq)]
             waiting.add(e.waiter)
             absent.add(e.blocker)
@@ -48,9 +52,9 @@ def cycle_minority(
     inside = set(comp)
     points = [e for e in graph.edges if e.waiter in inside or e.blocker in inside]
     within = [e for e in points if e.waiter in inside and e.blocker in inside]
-    if any(e.reason not in (WaitReason.NOT_ISSUED, WaitReason.QUEUED) for e in within):
+    if any(e.reason not in (*_ABSENT, WaitReason.QUEUED) for e in within):
         return set()
-    held_at = {e.waiter for e in within if e.reason == WaitReason.NOT_ISSUED}
+    held_at = {e.waiter for e in within if e.reason in _ABSENT}
     if any(e.reason == WaitReason.QUEUED and e.blocker not in held_at for e in within):
         return set()
     smaller: set[int] = set()
