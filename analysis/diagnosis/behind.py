@@ -61,3 +61,23 @@ def _op_at(a: Analysis, key: str, seq: int) -> str | None:
     c = a.cells
     hit = c.loc[(c[s.PG_KEY] == key).to_numpy() & (c[s.SEQ] == seq).to_numpy(), s.OP]
     return str(hit.iloc[0]) if len(hit) else None
+
+
+def behind_stuck_peers(
+    a: Analysis, blocked_ranks: set[int], causes: list[Finding], behind: list[Finding]
+) -> tuple[list[Finding], list[Finding]]:
+    """Of the ``behind`` findings (ranks left behind, that nobody visibly waits on), those whose
+    pipeline peer is a stuck cause that others do wait on: in gloo dumps a send/recv with it
+    is invisible, and one stuck rank is the simpler account. They stay possible causes."""
+    if a.records_p2p:
+        return behind, []
+    steps = Steps(a, blocked_ranks)
+    stuck = {f.rank for f in causes if f.rank not in blocked_ranks and f.waiters}
+    kept, notes = [], []
+    for f in behind:
+        peers = sorted(steps.pipeline_peers(f.rank) & stuck) if f.kind == Kind.LEFT_BEHIND else []
+        if peers:
+            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"stuck": peers[0]}))
+        else:
+            kept.append(f)
+    return kept, notes

@@ -57,6 +57,8 @@ class Kind(enum.StrEnum):
     """A rank stopped only after a mismatch began: a consequence, not a cause."""
     PIPELINE_BLOCKED = "pipeline_blocked"
     """Ranks that stopped together with their whole group, blocked on an unrecorded send/recv."""
+    BEHIND_STUCK = "behind_stuck"
+    """Silent ranks left behind whose pipeline peer is a stuck rank others wait on: possibly blocked on it."""
     BEHIND_NO_DUMP = "behind_no_dump"
     """Silent ranks that stopped with their pipeline chain, one of whose ranks wrote no dump."""
     P2P_INVISIBLE = "p2p_invisible"

@@ -237,6 +237,15 @@ def _pipeline_blocked(f: Finding, where: str) -> str:
     )
 
 
+def _behind_stuck(f: Finding, where: str) -> str:
+    stuck = f.detail["stuck"]
+    return (
+        f"{ranks_text(f.ranks).capitalize()} waits in no recorded collective and is a pipeline peer of rank {stuck},"
+        f" which is stuck with ranks waiting on it: most likely blocked in a send/recv with it (gloo records"
+        " none); it may also be stuck on its own."
+    )
+
+
 def _behind_no_dump(f: Finding, where: str) -> str:
     dead, how = f.detail["dead"], f.detail.get("how", "chain")
     one = len(f.ranks) == 1
@@ -353,6 +362,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.CONSEQUENCE: _consequence,
     Kind.PIPELINE_BLOCKED: _pipeline_blocked,
     Kind.BEHIND_NO_DUMP: _behind_no_dump,
+    Kind.BEHIND_STUCK: _behind_stuck,
     Kind.P2P_INVISIBLE: _p2p_invisible,
     Kind.WAITING: _waiting,
     Kind.HEALTH_FAILED: _health_failed,
