@@ -14,7 +14,7 @@ Two things the dumps cannot show directly make victims look like roots:
   as every step-mate, none of them waiting in a collective, is blocked on a pipeline
   peer (when the dumps list pipeline groups, only if a pipeline peer is itself stuck
   or waiting). The same point means level in every group: a rank that issued fewer of
-  another group's collectives than its level peers did in theirs stopped earlier.
+  another group's collectives than each of its step-mates did in theirs stopped earlier.
 """
 
 from __future__ import annotations
@@ -85,15 +85,23 @@ class Steps:
             return False
         if len({self.issued(g, r) for r in g.ranks}) != 1:
             return False
-        if self.behind_its_peers(rank):
+        if self.behind_its_mates(rank, g):
             return False
         peers = self.pipeline_peers(rank)
         return not peers or any(p in causes or p not in self.silent for p in peers)
 
-    def behind_its_peers(self, rank: int) -> bool:
-        """``rank`` issued fewer collectives in one of its groups than its level peers issued
-        in theirs (see :mod:`.level_counts`): it stopped earlier than they did."""
-        return any((off := self.a.levels.offset(g.key, rank)) is not None and off < 0 for g in self.groups_of[rank])
+    def behind_its_mates(self, rank: int, g: ProcessGroup) -> bool:
+        """Every step-mate in ``g`` issued more of another group's collectives (in its own group
+        of that description) than ``rank`` did: level in ``g``, ``rank`` stopped earlier."""
+        mates = [r for r in g.ranks if r != rank]
+        for h in self.groups_of[rank]:
+            if h.key == g.key or not h.desc:
+                continue
+            mine = self.issued(h, rank)
+            theirs = [self.issued(x, m) for m in mates for x in self.groups_of[m] if x.desc == h.desc]
+            if theirs and all(n > mine for n in theirs):
+                return True
+        return False
 
 
 def after_mismatch(
