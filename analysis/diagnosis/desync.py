@@ -22,17 +22,20 @@ def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None,
     )
 
 
-def departed_finding(rank: int, d: Departure, since: int) -> Finding:
+def departed_finding(rank: int, d: Departure, since: int, shared: bool = False) -> Finding:
     """The finding for a rank that left its routine at ``d``: where its routine issues a
-    send/recv there, it never posted that send/recv (its peer waits in the other half)."""
+    send/recv there and the collective it issued instead is one other ranks issue too
+    (``shared``: the program's next one, not an added one), it never posted that send/recv
+    (its peer waits in the other half)."""
+    skipped_p2p = shared and is_send_recv(d.expected[1])
     return Finding(
         Kind.DEPARTED,
         Role.SUSPECT,
         (rank,),
-        FailureClass.P2P_UNMATCHED if is_send_recv(d.expected[1]) else FailureClass.DESYNC,
+        FailureClass.P2P_UNMATCHED if skipped_p2p else FailureClass.DESYNC,
         d.pg_key,
         d.seq,
         d.issued[1],
         since=since,
-        detail={"expected_op": d.expected[1], "expected_family": d.expected[0]},
+        detail={"expected_op": d.expected[1], "expected_family": d.expected[0], "skipped_p2p": skipped_p2p},
     )

@@ -227,7 +227,7 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     return Finding(kind, Role.SUSPECT, (rank,), cls, e0.pg_key, e0.seq, e0.op, waiters, since, detail)
 
 
-def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
+def _departed(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Finding]:
     """Members of a cycle that left their routine where no other member, nor a rank of their
     program, did (see :mod:`.routines`): they added or skipped a collective."""
     if len(comp) < 2:
@@ -235,7 +235,15 @@ def _departed(w: _Waits, comp: list[int]) -> list[Finding]:
     odd = {r: ds[0] for r in comp if (ds := w.routines.own_departures(r, comp))}
     if not odd or len(odd) == len(comp):
         return []
-    return [departed_finding(r, d, w.created.get((d.pg_key, r, d.seq), NEVER)) for r, d in sorted(odd.items())]
+    return [
+        departed_finding(
+            r,
+            d,
+            w.created.get((d.pg_key, r, d.seq), NEVER),
+            shared=order.issuers(order.token(d.pg_key, d.seq)) != {r},
+        )
+        for r, d in sorted(odd.items())
+    ]
 
 
 def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
@@ -344,7 +352,7 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []
     # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
-    departed = _departed(w, comp)
+    departed = _departed(w, order, comp)
     if not departed and len(comp) > 1:  # no routine tells: the sides the other points give decide an even one
         odd = cycle_minority(w.graph, comp, w.a.levels.offset, even_by_sides=True)
         if odd and odd != set(causes):
@@ -379,19 +387,28 @@ def _beyond(a: Analysis, victims: set[int]) -> WaitGraph:
 
 
 def explain_hang(
-    a: Analysis, order: ProgramOrder, mismatch_since: int | None, mismatch_members: set[int]
+    a: Analysis,
+    order: ProgramOrder,
+    mismatch_since: int | None,
+    mismatch_members: set[int],
+    went_ahead: set[int] = frozenset(),
 ) -> HangExplanation:
     """The causes of the hang in ``a``'s wait-for graph, with what was set aside and why.
 
     ``mismatch_since`` is when the earliest decisive mismatch was issued and
     ``mismatch_members`` the members of groups with one: a hang that follows a
-    mismatch is read as its consequence. Where every root is a rank blocked on a
+    mismatch is read as its consequence. ``went_ahead`` are the ranks a mismatch shows
+    one collective off (they skipped or added one): a rank only they wait on has simply
+    not got where they went. Where every root is a rank blocked on a
     pipeline peer, the causes lie beyond them: the graph is read again without the
     waits on them.
     """
     w = _Waits(a)
     findings, notes = _explain(w, order)
     kept, dropped = after_mismatch(findings, w.blocked_ranks, mismatch_since, mismatch_members)
+    held = [f for f in kept if f.waiters and set(f.waiters) <= went_ahead and f.rank not in went_ahead]
+    kept = [f for f in kept if f not in held]  # waited on only by ranks that skipped or added one
+    dropped += [Finding(Kind.CONSEQUENCE, Role.CLEARED, f.ranks, detail={"waited_on_by": f.waiters}) for f in held]
     victims = pipeline_victims(a, w.blocked_ranks, kept)
     if victims and len(victims) == len(kept) and mismatch_since is None:
         deeper = _Waits(a, _beyond(a, {f.rank for f in victims}))

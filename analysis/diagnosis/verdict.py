@@ -136,7 +136,8 @@ def _weigh_hang(
     members = {r for m in decisive for r in a.groups.groups[m.pg_key].ranks}
     members |= {r for k in lone_groups for r in a.groups.groups[k].ranks}
     since = _mismatch_since(a, decisive) if decisive else None
-    hang = explain_hang(a, order, since, members if draft.classes else set())
+    went_ahead = {r for m in decisive if m.shift for r in m.odd_ranks}
+    hang = explain_hang(a, order, since, members if draft.classes else set(), went_ahead)
     for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
         draft.add(f, (f.pg_key, f.seq, f.op) if f.pg_key is not None else None)
     for note in hang.notes:

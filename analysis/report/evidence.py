@@ -11,7 +11,6 @@ from ..diagnosis.findings import Finding, Kind
 from ..diagnosis.level_counts import ISSUED
 from ..model.groups import GroupIndex
 from ..model.health import DEVICE_WORDS
-from ..opnames import is_send_recv
 from ..types import FailureClass, FileError
 from .words import group_label, ranks_text
 
@@ -130,7 +129,7 @@ def _departed(f: Finding, where: str) -> str:
         f"and its peers did not leave their routine: rank {f.rank} "
         + (
             "never posted that send/recv and went on."
-            if is_send_recv(f.detail["expected_op"])
+            if f.detail.get("skipped_p2p")
             else "added or skipped a collective there."
         )
     )
@@ -226,6 +225,12 @@ def _cycle(f: Finding, where: str) -> str:
 
 
 def _consequence(f: Finding, where: str) -> str:
+    by = (f.detail or {}).get("waited_on_by")
+    if by:
+        return (
+            f"Rank {f.rank} is waited on only by {ranks_text(by)}, one collective off the rest (a skipped or added"
+            f" one): it has not got where {'that rank' if len(by) == 1 else 'they'} went; a consequence, not a cause."
+        )
     return f"Rank {f.rank} stopped issuing only after the mismatch began; it is taken as a consequence, not a cause."
 
 
