@@ -54,10 +54,12 @@ OPEN = sorted(p for p in (Path(__file__).parent / "regressions_open").iterdir() 
 @pytest.mark.parametrize("case", OPEN, ids=[p.name for p in OPEN])
 @pytest.mark.xfail(strict=True, reason="a miss not fixed yet; when it passes, move it to regressions/")
 def test_open_miss_is_still_missed(case: Path) -> None:
-    """Misses without a fix: 2-rank ties with no history (a first collective), skips, extra
-    collectives, op mismatches, unposted send/recv and a dead rank in NCCL dumps with
-    little history (onlyActive, small buffers) that also name a victim or get the class
-    wrong, two culprits where one hides behind the other, and a few gloo cases with a
-    30-entry buffer or two ranks. Kept so a change that fixes one shows, and so none is
-    forgotten."""
+    """Misses without a fix: NCCL dumps with little history (only active entries, a
+    30-entry buffer) where an op mismatch or an added collective in a 2-rank or world group
+    has nothing to decide it, a rank whose queue head rolled out of its buffer, send/recv
+    waits a synthetic pipeline matches across stages, 2-rank gloo skips and added
+    collectives at a first checkpoint barrier, a gloo unposted send/recv whose stage-0
+    ranks stopped together (the grader names them, the pipeline rule clears them), and
+    two culprits where one hides behind the other. Kept so a change that fixes one shows,
+    and so none is forgotten."""
     test_regression_is_diagnosed(case)
