@@ -99,9 +99,10 @@ def history_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: 
     return ranked[0][0]
 
 
-def _calls(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each row's whole call as text: op, input sizes (blank for an exchange) and dtypes."""
-    text = rows[[s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]].astype(str)
+def call_text(rows: pd.DataFrame, columns: tuple[str, ...] = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES)) -> pd.DataFrame:
+    """Each row's whole call as text: op, input sizes (blank for an exchange: its ranks send
+    uneven amounts) and dtypes, or the ``columns`` given."""
+    text = rows[list(columns)].astype(str)
     text.loc[text[s.OP].map(is_exchange), s.INPUT_SIZES] = ""
     return text
 
@@ -114,9 +115,9 @@ def seen_call_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied
     agreed = _agreed_rows(group_cells, seq)
     if here.empty or agreed.empty:
         return None
-    seen = set(_calls(agreed).itertuples(index=False, name=None))
+    seen = set(call_text(agreed).itertuples(index=False, name=None))
     values = here[attribute].astype(str).tolist()
-    known = {v for v, call in zip(values, _calls(here).itertuples(index=False, name=None)) if call in seen}
+    known = {v for v, call in zip(values, call_text(here).itertuples(index=False, name=None)) if call in seen}
     if len(known) != 1 or not set(values) - known:
         return None
     (value,) = known
@@ -146,19 +147,19 @@ def history_shift(cells: pd.DataFrame, key: str, seq: int, odd: set[int]) -> int
     group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
     here = group_cells.loc[group_cells[s.SEQ] == seq]
     is_odd = here[s.RANK].isin(odd).to_numpy()
-    mine = set(_calls(here.loc[is_odd]).itertuples(index=False, name=None))
-    theirs = Counter(_calls(here.loc[~is_odd]).itertuples(index=False, name=None)).most_common(1)
+    mine = set(call_text(here.loc[is_odd]).itertuples(index=False, name=None))
+    theirs = Counter(call_text(here.loc[~is_odd]).itertuples(index=False, name=None)).most_common(1)
     agreed = _agreed_rows(group_cells, seq)
     if len(mine) != 1 or not theirs or agreed.empty:
         return 0
     (mine_call,), expected = mine, theirs[0][0]
-    call_at = dict(zip(agreed[s.SEQ].astype(int), _calls(agreed).itertuples(index=False, name=None)))
+    call_at = dict(zip(agreed[s.SEQ].astype(int), call_text(agreed).itertuples(index=False, name=None)))
     points = _same_point(agreed, _common(here.loc[~is_odd]), seq, s.INPUT_SIZES)
     next_call = None
     if not points:  # every earlier seq with the same call; the odd ranks' next call must follow on as well
         points = [q for q, call in call_at.items() if call == expected]
         after = group_cells.loc[(group_cells[s.SEQ] == seq + 1).to_numpy() & group_cells[s.RANK].isin(odd).to_numpy()]
-        next_calls = set(_calls(after).itertuples(index=False, name=None))
+        next_calls = set(call_text(after).itertuples(index=False, name=None))
         if len(next_calls) != 1:
             return 0
         (next_call,) = next_calls

@@ -172,13 +172,9 @@ class LevelCounts:
     def _level_with(self, rank: int, others: set[int], leave_out: str) -> bool:
         """``rank`` shares a group other than ``leave_out`` with one of ``others``, every member
         of it having issued as many of its collectives."""
-        for g in self.groups_of.get(rank, []):
-            if g.key == leave_out or not others & set(g.ranks):
-                continue
-            level = {self._issued(g.key, r) for r in g.ranks}
-            if len(level) == 1 and None not in level:
-                return True
-        return False
+        return any(
+            g.key != leave_out and others & set(g.ranks) and self._is_level(g) for g in self.groups_of.get(rank, [])
+        )
 
     def ahead(self, members: list[int]) -> dict[int, tuple[str, int]]:
         """Members of a wait-for cycle that issued more of one of their groups' collectives

@@ -14,16 +14,14 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import schema as s
-from ..opnames import is_exchange
+from .history import call_text
 
 _CALL = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
 
 
 def _call_text(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each row's whole call as text; an exchange's sizes are left out (they vary by rank)."""
-    text = rows[list(_CALL)].astype(str)
-    text.loc[text[s.OP].map(is_exchange), s.INPUT_SIZES] = ""
-    return text
+    """Each row's whole call, call site included, as text (see :func:`.history.call_text`)."""
+    return call_text(rows, _CALL)
 
 
 def calls_issued_together(cells: pd.DataFrame, keys: list[str], leave_out: tuple[str, int]) -> set[tuple[str, ...]]:
