@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model.families import rank_programs
 from ..model.groups import ProcessGroup
 from ..types import FailureClass
 from .analysis import Analysis
@@ -38,8 +37,7 @@ class Steps:
 
     def __init__(self, a: Analysis, blocked_ranks: set[int]) -> None:
         self.a = a
-        known = set(a.dumps.ranks) | set(a.missing_dumps)
-        self.world = max([len(known)] + [len(g.ranks) for g in a.groups.groups.values()])
+        self.world = a.levels.world
         """Every rank of the job, not the largest group the dumps show: without a world group
         in them, a group of half the job is still a group ranks move in step with."""
         self.groups_of: dict[int, list[ProcessGroup]] = defaultdict(list)
@@ -49,12 +47,9 @@ class Steps:
                     self.groups_of[r].append(g)
         have_dump = set(a.dumps.ranks)
         self.silent = have_dump - blocked_ranks
-        self.program = rank_programs(a.groups.groups.values(), self.world, a.families.family_of, self.carries)
-        """The program families of each rank's groups (see :func:`rank_programs`)."""
-
-    def carries(self, g: ProcessGroup) -> bool:
-        """Some member of ``g`` issued a recorded collective in it."""
-        return any(self.issued(g, r) >= 0 for r in g.ranks)
+        self.program = a.levels.program
+        """The program families of each rank's groups (see :func:`.families.rank_programs`),
+        computed once per analysis with the level counts."""
 
     def issued(self, g: ProcessGroup, rank: int) -> int:
         p = self.a.progress.get((g.key, rank))

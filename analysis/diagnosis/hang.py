@@ -26,7 +26,7 @@ from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
 from .routines import Routines
-from .waitfor import WaitEdge, WaitGraph, WaitReason, root_components
+from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,11 @@ class _Waits:
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
+        self.heads: dict[int, list[Blocked]] = defaultdict(list)
+        """Each rank's collectives it waits in (not queued behind one of its own)."""
+        for b in self.graph.blocked:
+            if not b.queued and not b.is_p2p:
+                self.heads[b.rank].append(b)
 
     @functools.cached_property
     def routines(self) -> Routines:
@@ -322,8 +327,14 @@ def _held_by_stall(w: _Waits, rank: int) -> bool:
     incoming = w.into.get(rank, [])
     if not incoming or any(e.reason not in (WaitReason.QUEUED, WaitReason.BEHIND) for e in incoming):
         return False
-    heads = [b for b in w.graph.blocked if b.rank == rank and not b.queued and not b.is_p2p]
+    heads = w.heads.get(rank, [])
     return bool(heads) and all((b.pg_key, b.seq) in w.graph.stalled for b in heads)
+
+
+def _went_past_each(w: _Waits, order: ProgramOrder, ranks: set[int]) -> list[Finding]:
+    """Each of ``ranks`` skipped a collective its peers wait in (where program order shows
+    where it went), else went past the earliest one they wait for it in."""
+    return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(ranks)]
 
 
 def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
@@ -333,12 +344,11 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
     odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
-        return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
+        return _went_past_each(w, order, odd), []
     counted = w.a.levels.off_by_one(w.graph.edges, comp) if len(comp) > 1 else {}
     if counted and len(counted) < len(comp):  # one collective off where its level peers are not
         by_count = [
-            (_skipped(w, order, r) or _past(w, r, w.into[r])) if off < 0 else _extra(w, order, r)
-            for r, off in sorted(counted.items())
+            _went_past_each(w, order, {r})[0] if off < 0 else _extra(w, order, r) for r, off in sorted(counted.items())
         ]
         if all(f is not None for f in by_count):
             return by_count, []
@@ -356,7 +366,7 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     if not departed and len(comp) > 1:  # no routine tells: the sides the other points give decide an even one
         odd = cycle_minority(w.graph, comp, w.a.levels.offset, even_by_sides=True)
         if odd and odd != set(causes):
-            return [_skipped(w, order, r) or _past(w, r, w.into[r]) for r in sorted(odd)], []
+            return _went_past_each(w, order, odd), []
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
     how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
     diverged = [how.get(d.rank, d) for d in departed] or list(how.values())

@@ -35,6 +35,8 @@ class LevelCounts:
     ) -> None:
         self.index = index
         self.progress = progress
+        self.world = world
+        """Every rank of the job (the dumps', the missing ones', the largest group's)."""
         self.program = rank_programs(index.groups.values(), world, families.family_of, self._carries)
         self.groups_of: dict[int, list[ProcessGroup]] = {}
         for g in index.groups.values():
@@ -49,6 +51,7 @@ class LevelCounts:
         return None if p is None else p.enqueued
 
     def _carries(self, g: ProcessGroup) -> bool:
+        """Some member of ``g`` issued a recorded collective in it."""
         return any((n := self._issued(g.key, r)) is not None and n >= 0 for r in g.ranks)
 
     def _expected(self, disputed: ProcessGroup, rank: int) -> int | None:
@@ -199,10 +202,10 @@ class LevelCounts:
         decided: set[str] = set()
         out = []
         for m in mismatches:
-            if m.decisive or m.pg_key in decided:
-                if not m.decisive:
-                    continue
+            if m.decisive:
                 out.append(m)
+                continue
+            if m.pg_key in decided:
                 continue
             found = self._decide(m)
             if found is not None:
