@@ -358,6 +358,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     ahead = w.a.levels.ahead(comp) if 1 < len(comp) <= MAX_COUNTED else {}
     if ahead:  # issued more than its level peers, the rest level with theirs: it went ahead
         return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(ahead.items())], []
+    off = {r: found for r in comp if (found := w.a.levels.off_program(r))} if len(comp) <= MAX_COUNTED else {}
+    if off and (len(off) < len(comp) or len(comp) == 1):  # ahead in one group, behind in another
+        return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(off.items())], []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

@@ -45,6 +45,7 @@ class LevelCounts:
         self._offsets: dict[tuple[str, int], int | None] = {}
         self._level: dict[str, bool] = {}
         self._peers: dict[tuple[str, str, frozenset[str] | None], tuple[Counter, dict[str, Counter]]] = {}
+        self._by_program: dict[tuple[frozenset[str], str], Counter] = {}
 
     def _issued(self, key: str, rank: int) -> int | None:
         p = self.progress.get((key, rank))
@@ -195,6 +196,41 @@ class LevelCounts:
             any(d == 0 for d in offsets[r].values()) and all(d in (0, None) for d in offsets[r].values()) for r in rest
         )
         return found if found and rest and level else {}
+
+    def off_program(self, rank: int) -> tuple[str, int] | None:
+        """Where ``rank`` issued more collectives of one description and fewer of another than
+        every other rank of its program did (they agree among themselves): no point of one
+        program has it both ahead and behind of the rest, so it left the program (it added or
+        skipped a collective). Returns the group it is furthest ahead in, and by how many."""
+        mine = self.program.get(rank)
+        if not mine:
+            return None
+        diffs: dict[str, int] = {}
+        for g in self.groups_of.get(rank, []):
+            count = self._issued(g.key, rank)
+            if not g.desc or count is None:
+                continue
+            others = self._program_counts(mine, g.desc) - Counter({count: 1})
+            if len(others) != 1 or others.total() < 2:
+                continue  # the program's other ranks disagree (or are too few) in this description
+            (usual,) = others
+            if count != usual:
+                diffs[g.key] = count - usual
+        if not diffs or min(diffs.values()) > 0 or max(diffs.values()) < 0:
+            return None
+        key = max(diffs, key=lambda k: diffs[k])
+        return key, diffs[key]
+
+    def _program_counts(self, program: frozenset[str], desc: str) -> Counter:
+        """How many ranks of ``program`` issued each count in their group of ``desc``."""
+        if (program, desc) not in self._by_program:
+            counts: Counter = Counter()
+            for r, p in self.program.items():
+                k = next((h.key for h in self.groups_of.get(r, []) if h.desc == desc), None) if p == program else None
+                if k is not None and (c := self._issued(k, r)) is not None:
+                    counts[c] += 1
+            self._by_program[(program, desc)] = counts
+        return self._by_program[(program, desc)]
 
     def decide(self, mismatches: list[Mismatch]) -> list[Mismatch]:
         """Undecided ties where exactly one side issued the count its level peers did; a

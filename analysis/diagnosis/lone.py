@@ -42,6 +42,23 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
 
 def _passed_by_its_program(routines: Routines, order: ProgramOrder, rank: int, token: Token, peers: list[int]) -> bool:
     """Members of the group that run ``rank``'s program issued a collective ``rank`` issued only
-    after the lone one, without it: they went past the point where ``rank`` added it."""
+    after the lone one, without it: they went past the point where ``rank`` added it. Their
+    counts tell where their records do not (only active entries): each issued, in its group
+    of that collective's family, at least as many as ``rank`` had when it issued it, and
+    fewer than the lone one's seq in its group of the lone one's family."""
     mates = sorted(set(peers) & set(routines.same_program(rank)))
-    return order.passed_without(rank, token, mates) is not None
+    if order.passed_without(rank, token, mates) is not None:
+        return True
+    return bool(mates) and any(
+        all(_count(routines, m, later[0]) >= later[1] and _count(routines, m, token[0]) < token[1] for m in mates)
+        for later in order.issued_after(rank, token)
+    )
+
+
+def _count(routines: Routines, rank: int, family: str) -> int:
+    """How many collectives ``rank`` issued in its group of ``family`` (-1: none, or no such group)."""
+    steps = routines.steps
+    family_of = routines.a.families.family_of
+    return max(
+        (steps.issued(g, rank) for g in steps.groups_of[rank] if family_of.get(g.key, g.key) == family), default=-1
+    )

@@ -64,10 +64,13 @@ class ProgramOrder:
     def issuers(self, token: Token) -> set[int]:
         return set(self._records(token))
 
-    def before(self, first: Token, second: Token) -> int:
-        """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if unknown."""
+    def before(self, first: Token, second: Token, leave_out: set[int] | frozenset[int] = frozenset()) -> int:
+        """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if
+        unknown; the ranks ``leave_out`` do not vote."""
         a, b = self._record_array(first), self._record_array(second)
         both = (a != _NOT_ISSUED) & (b != _NOT_ISSUED)
+        if leave_out:
+            both[[r for r in leave_out if r < len(both)]] = False
         votes = int(np.count_nonzero(a[both] < b[both])) * 2 - int(np.count_nonzero(both))
         return (votes > 0) - (votes < 0)
 
@@ -97,16 +100,30 @@ class ProgramOrder:
                 return token
         return None
 
+    def issued_after(self, rank: int, token: Token) -> list[Token]:
+        """What ``rank`` issued after ``token``, oldest first (nothing if it never issued it)."""
+        at = self._records(token).get(rank)
+        return [] if at is None else [t for rec, t in self._history(rank) if rec > at]
+
     def skipped_to(self, rank: int, missing: Token, waiters: set[int] | frozenset[int] = frozenset()) -> Token | None:
         """A collective ``rank`` issued that the program runs after ``missing``, if any.
 
-        ``waiters`` are the ranks blocked at ``missing``: whatever they issued came before
-        it in their program, so it cannot show that ``rank`` went past ``missing`` (a rank
-        that completed the same collectives as everyone else has skipped nothing).
+        ``waiters`` are the ranks blocked at ``missing``: what they issued before it comes
+        before it in their program, so it cannot show that ``rank`` went past ``missing`` (a
+        rank that completed the same collectives as everyone else has skipped nothing). What
+        they issued after it (queued behind it) can, where other ranks too issued it after
+        ``missing`` (a collective only the waiters issued is theirs, not the program's).
         """
+        at = self._records(missing)
         for token in self.recent(rank):
-            if token != missing and not (self.issuers(token) & waiters) and self.before(missing, token) > 0:
-                return token
+            if token == missing or self.before(missing, token) <= 0:
+                continue
+            theirs = self._records(token)
+            if any(w in theirs and (w not in at or theirs[w] < at[w]) for w in waiters):
+                continue
+            if any(w in theirs for w in waiters) and self.before(missing, token, leave_out=waiters) <= 0:
+                continue
+            return token
         return None
 
     def is_extra(self, rank: int, pending: Token, peers: list[int]) -> bool:
