@@ -33,6 +33,8 @@ class Kind(enum.StrEnum):
     """A rank in a wait-for cycle went past a collective its peers wait for it in."""
     WENT_AHEAD = "went_ahead"
     """A rank in a wait-for cycle issued more of a group's collectives than its level peers did."""
+    OUT_OF_PLACE = "out_of_place"
+    """A rank issued a collective after one its program's other ranks issue only after it."""
     DEPARTED = "departed"
     """A rank's pending collective is not what its own earlier steps issued at that point."""
     STRAGGLER = "straggler"

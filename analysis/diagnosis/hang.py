@@ -311,6 +311,33 @@ def _went_ahead(w: _Waits, rank: int, key: str, more: int) -> Finding:
     return Finding(Kind.WENT_AHEAD, Role.SUSPECT, (rank,), FailureClass.DESYNC, *where, waiters, since, detail)
 
 
+def _out_of_place(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
+    """``rank`` holds a collective pending that it issued later in its program than the other
+    ranks of its program issued it (see ``ProgramOrder.out_of_place``)."""
+    mates = w.routines.same_program(rank)
+    for b in w.graph.blocked:
+        if b.rank != rank or b.is_p2p:
+            continue
+        after = order.out_of_place(rank, order.token(b.pg_key, b.seq), mates)
+        if after is not None:
+            waiters = w.waiters_at(rank, b.pg_key, b.seq)
+            since = w.created.get((b.pg_key, rank, b.seq), NEVER)
+            detail = {"after": after}
+            return Finding(
+                Kind.OUT_OF_PLACE,
+                Role.SUSPECT,
+                (rank,),
+                FailureClass.DESYNC,
+                b.pg_key,
+                b.seq,
+                b.op,
+                waiters,
+                since,
+                detail,
+            )
+    return None
+
+
 def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict[int, Finding | None]) -> bool:
     """Whether ``rank`` is a cause only because ranks that went past a collective, or added
     one, wait on it: they wait where their peers have not arrived, as a consequence of their
@@ -361,6 +388,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     off = {r: found for r in comp if (found := w.a.levels.off_program(r))} if len(comp) <= MAX_COUNTED else {}
     if off and (len(off) < len(comp) or len(comp) == 1):  # ahead in one group, behind in another
         return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(off.items())], []
+    placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
+    if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
+        return list(placed.values()), []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

@@ -116,9 +116,19 @@ def _went_ahead(f: Finding, where: str) -> str:
     d = f.detail
     return (
         f"Rank {f.rank} went ahead of its program: it issued {d['more']} more collective(s) of group "
-        f"{d['ahead_in']} than the ranks level with it issued in theirs, and {ranks_text(f.waiters)} wait for it "
+        f"{d['ahead_in']} than the other ranks of its program at that point issued in theirs, and {ranks_text(f.waiters)} wait for it "
         f"at seq {f.seq} ({f.op or 'collective'}) of {where}, which it reaches only behind what it waits in "
         "(a skipped collective)."
+    )
+
+
+def _out_of_place(f: Finding, where: str) -> str:
+    desc, seq = f.detail["after"]
+    return (
+        f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} after seq {seq} of a "
+        f"{desc.split('#')[0] or 'default'} group, which the other ranks of its program issue only after it: "
+        f"that seq of its group stands where they issued another, so rank {f.rank} skipped or added one of "
+        "the group's collectives before it."
     )
 
 
@@ -354,6 +364,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.DEPARTED: _departed,
     Kind.WENT_PAST: _went_past,
     Kind.WENT_AHEAD: _went_ahead,
+    Kind.OUT_OF_PLACE: _out_of_place,
     Kind.STRAGGLER: _straggler,
     Kind.NOT_ISSUED: _not_issued,
     Kind.NO_RECORD: _no_record,
