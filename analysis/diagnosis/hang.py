@@ -386,6 +386,7 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     if ahead:  # issued more than its level peers, the rest level with theirs: it went ahead
         return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(ahead.items())], []
     off = {r: found for r in comp if (found := w.a.levels.off_program(r))} if len(comp) <= MAX_COUNTED else {}
+    off = {r: found for r, found in off.items() if not w.a.levels.program_mates(r, set(off))}  # off each other
     if off and (len(off) < len(comp) or len(comp) == 1):  # ahead in one group, behind in another
         return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(off.items())], []
     placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}

@@ -201,7 +201,9 @@ class LevelCounts:
         """Where ``rank`` issued more collectives of one description and fewer of another than
         every other rank of its program did (they agree among themselves): no point of one
         program has it both ahead and behind of the rest, so it left the program (it added or
-        skipped a collective). Returns the group it is furthest ahead in, and by how many."""
+        skipped a collective). Returns the group it is furthest ahead in, and by how many.
+        With one other rank in the program the two are off each other alike: the caller
+        tells them apart (see ``program_mates``)."""
         mine = self.program.get(rank)
         if not mine:
             return None
@@ -211,8 +213,8 @@ class LevelCounts:
             if not g.desc or count is None:
                 continue
             others = self._program_counts(mine, g.desc) - Counter({count: 1})
-            if len(others) != 1 or others.total() < 2:
-                continue  # the program's other ranks disagree (or are too few) in this description
+            if len(others) != 1:
+                continue  # the program's other ranks disagree in this description (or there are none)
             (usual,) = others
             if count != usual:
                 diffs[g.key] = count - usual
@@ -220,6 +222,11 @@ class LevelCounts:
             return None
         key = max(diffs, key=lambda k: diffs[k])
         return key, diffs[key]
+
+    def program_mates(self, rank: int, others: set[int]) -> set[int]:
+        """Those of ``others`` that run ``rank``'s program."""
+        mine = self.program.get(rank)
+        return {r for r in others if r != rank and mine and self.program.get(r) == mine}
 
     def _program_counts(self, program: frozenset[str], desc: str) -> Counter:
         """How many ranks of ``program`` issued each count in their group of ``desc``."""
