@@ -106,7 +106,9 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
         if e.reason != WaitReason.NOT_ISSUED:
             continue
         waiters = w.waiters_at(rank, e.pg_key, e.seq)
-        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq), set(waiters))
+        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq), set(waiters)) or _past_by_counts(
+            w, order, rank, e.pg_key, e.seq
+        )
         if went_to is not None:
             return Finding(
                 Kind.SKIPPED,
@@ -120,6 +122,32 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
                 since=w.since([e]),
                 detail={"went_to": went_to},
             )
+    return None
+
+
+def _past_by_counts(w: _Waits, order: ProgramOrder, rank: int, key: str, seq: int) -> Token | None:
+    """A collective ``rank`` issued that two or more ranks of its program issued only after
+    they had issued (``key``'s family, ``seq``), which ``rank`` never issued: it went past it.
+    Where they had got to when they issued it comes from their counts less what their
+    records show they issued after it, so it holds where the records keep only pending
+    entries."""
+    family = order.token(key, seq)[0]
+    family_of = w.a.families.family_of
+
+    def count_at(r: int, token: Token) -> int | None:
+        groups = [g for g in w.a.levels.groups_of.get(r, []) if family_of.get(g.key, g.key) == family]
+        if len(groups) != 1 or (p := w.a.progress.get((groups[0].key, r))) is None or p.enqueued is None:
+            return None
+        return p.enqueued - sum(1 for t in order.issued_after(r, token) if t[0] == family)
+
+    mates = w.routines.same_program(rank)
+    for token in order.recent(rank):
+        if token[0] == family:
+            continue
+        mine = count_at(rank, token)
+        theirs = [count_at(m, token) for m in order.issuers(token) & set(mates)]
+        if mine is not None and mine < seq and len(theirs) >= 2 and all(c is not None and c >= seq for c in theirs):
+            return token
     return None
 
 

@@ -27,6 +27,8 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
     for b in a.graph.blocked:
         if b.queued or b.is_p2p or order.issuers(order.token(b.pg_key, b.seq)) != {b.rank}:
             continue
+        if _issued_in_siblings(a, b.pg_key, b.seq):
+            continue  # the program's: its sibling groups issued that seq (their records of it are gone)
         routines = routines or Routines(a, blocked)
         own = [d for d in routines.own_departures(b.rank) if (d.pg_key, d.seq) == (b.pg_key, b.seq)]
         peers = [p for p in a.groups.groups[b.pg_key].ranks if p != b.rank]
@@ -61,4 +63,21 @@ def _count(routines: Routines, rank: int, family: str) -> int:
     family_of = routines.a.families.family_of
     return max(
         (steps.issued(g, rank) for g in steps.groups_of[rank] if family_of.get(g.key, g.key) == family), default=-1
+    )
+
+
+def _issued_in_siblings(a: Analysis, key: str, seq: int) -> bool:
+    """A group of ``key``'s family other than ``key`` issued ``seq``, by its members' counts."""
+    family_of = a.families.family_of
+    family = family_of.get(key)
+    if family is None:
+        return False
+    return any(
+        k != key
+        and family_of.get(k) == family
+        and (p := a.progress.get((k, r))) is not None
+        and (p.enqueued or -1) >= seq
+        for k, g in a.groups.groups.items()
+        if family_of.get(k) == family
+        for r in g.ranks
     )
