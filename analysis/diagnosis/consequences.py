@@ -57,14 +57,15 @@ class Steps:
 
     def step_group(self, rank: int) -> ProcessGroup | None:
         """Of the groups whose members all run ``rank``'s program (the same program families),
-        the one ``rank`` issued the most collectives in (ties: the smaller group)."""
+        the one ``rank`` issued the most collectives in (ties: the larger group, the one more
+        ranks move in step in)."""
         mine = self.program.get(rank)
         busy = [
             g
             for g in self.groups_of[rank]
             if self.issued(g, rank) >= 0 and all(self.program.get(r) == mine for r in g.ranks)
         ]
-        return max(busy, key=lambda g: (self.issued(g, rank), -len(g.ranks)), default=None)
+        return max(busy, key=lambda g: (self.issued(g, rank), len(g.ranks)), default=None)
 
     def pipeline_peers(self, rank: int) -> set[int]:
         """Members of ``rank``'s groups that carry no recorded collective: pipeline groups

@@ -16,7 +16,7 @@ from .. import schema as s
 from ..model.cells import created_ns
 from ..model.groups import ProcessGroup
 from ..model.order import ProgramOrder, Token
-from ..model.routine import Routine, within_step
+from ..model.routine import Departure, Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import behind_stuck_peers, left_behind
@@ -25,7 +25,7 @@ from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
-from .routines import Routines
+from .routines import SAME_PROGRAM_SAMPLE, Routines
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 
 
@@ -265,7 +265,11 @@ def _departed(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Finding]:
     program, did (see :mod:`.routines`): they added or skipped a collective."""
     if len(comp) < 2:
         return []
-    odd = {r: ds[0] for r in comp if (ds := w.routines.own_departures(r, comp))}
+    odd = {
+        r: ds[0]
+        for r in comp
+        if (ds := [d for d in w.routines.own_departures(r, comp) if not _departed_alike(w, r, d)])
+    }
     if not odd or len(odd) == len(comp):
         return []
     return [
@@ -277,6 +281,17 @@ def _departed(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Finding]:
         )
         for r, d in sorted(odd.items())
     ]
+
+
+def _departed_alike(w: _Waits, rank: int, d: Departure) -> bool:
+    """Other members of the group, whatever their program, left their routines for the same
+    collective ``rank`` departed to: the job issues it there (a first checkpoint barrier,
+    say), not ``rank`` on its own."""
+    members = [r for r in w.a.groups.groups[d.pg_key].ranks if r != rank]
+    issued = [r for r in members if (p := w.a.progress.get((d.pg_key, r))) and (p.enqueued or -1) >= d.seq]
+    return any(
+        (o.pg_key, o.seq) == (d.pg_key, d.seq) for r in issued[:SAME_PROGRAM_SAMPLE] for o in w.routines.departures(r)
+    )
 
 
 def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
