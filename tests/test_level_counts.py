@@ -23,14 +23,14 @@ GROUPS = {
 }
 
 
-def _levels(tp_counts: dict[int, int], dp_count: int = 4) -> LevelCounts:
+def _levels(tp_counts: dict[int, int], dp_count: int = 4, dp_counts: dict[int, int] | None = None) -> LevelCounts:
     index = GroupIndex(
         groups={k: ProcessGroup(k, k, desc, ranks, Membership.PG_CONFIG) for k, (desc, ranks) in GROUPS.items()}
     )
     progress = {}
     for key, (desc, ranks) in GROUPS.items():
         for r in ranks:
-            n = tp_counts[r] if desc == "tp" else dp_count
+            n = tp_counts[r] if desc == "tp" else (dp_counts or {}).get(r, dp_count)
             progress[(key, r)] = Progress(n, n - 1, n, n, 0)
     families = Families({k: d for k, (d, _) in GROUPS.items()}, frozenset(), {k: d for k, (d, _) in GROUPS.items()})
     return LevelCounts(index, progress, families, world=4)
@@ -72,3 +72,26 @@ def test_in_a_cycle_the_rank_one_behind_where_it_is_waited_on_skipped() -> None:
 def test_a_cycle_member_ahead_of_its_level_peers_went_ahead() -> None:
     levels = _levels({0: 10, 1: 12, 2: 10, 3: 10})
     assert levels.ahead([0, 1]) == {1: ("tp0", 2)}
+
+
+def test_a_rank_ahead_in_one_group_and_behind_in_another_left_the_program() -> None:
+    # rank 1 issued one more tensor-parallel collective and one fewer data-parallel one
+    # than ranks 0, 2, 3, which agree: it is at no point of their program
+    levels = _levels({0: 10, 1: 11, 2: 10, 3: 10}, dp_counts={1: 3, 3: 3})
+    levels_dp = {r: levels._issued("dp0" if r in (0, 2) else "dp1", r) for r in range(4)}
+    assert levels_dp == {0: 4, 1: 3, 2: 4, 3: 3}
+    # dp1 (ranks 1, 3) is at 3 for both: rank 1 is level there, so only tp tells
+    assert levels.off_program(1) is None
+    levels = _levels({0: 10, 1: 11, 2: 10, 3: 10}, dp_counts={1: 3})
+    assert levels.off_program(1) == ("tp0", 1)
+    assert levels.off_program(0) is None
+
+
+def test_a_rank_only_behind_its_program_stopped_and_did_not_leave_it() -> None:
+    levels = _levels({0: 10, 1: 9, 2: 10, 3: 10}, dp_counts={1: 3})
+    assert levels.off_program(1) is None  # behind in both: stuck before, not elsewhere
+
+
+def test_program_mates_are_the_ranks_of_the_same_program() -> None:
+    levels = _levels({0: 10, 1: 10, 2: 10, 3: 10})
+    assert levels.program_mates(1, {0, 1, 3}) == {0, 3}

@@ -58,3 +58,25 @@ def test_peers_that_issued_what_came_after_a_lone_collective_passed_it() -> None
     assert order.passed_without(0, ("dp", 5), [1]) == ("tp", 7)
     assert order.passed_without(0, ("dp", 5), [1, 2]) is None
     assert order.passed_without(1, ("tp", 7), [0]) is None  # rank 0 issued it too: not lone
+
+
+def test_what_the_waiters_queued_behind_the_missing_one_shows_a_skip() -> None:
+    """Ranks 0 and 1 wait in dp 0 and queued tp 1 behind it (an NCCL host goes on); rank 3
+    did the same; rank 2 never issued dp 0 and went on to tp 1. Where only the waiters issued
+    the two, their order is theirs alone and shows nothing."""
+    program = [("tp0", 0), ("dp", 0), ("tp0", 1)]
+    rows = _run(0, program) + _run(1, program) + _run(2, [("tp1", 0), ("tp1", 1)]) + _run(3, program)
+    order = _order(rows)
+    assert order.skipped_to(2, ("dp", 0), waiters={0, 1}) == ("tp", 1)
+    assert order.skipped_to(2, ("dp", 0), waiters={0, 1, 3}) is None
+
+
+def test_a_seq_issued_after_what_its_program_issues_later_is_out_of_place() -> None:
+    """Ranks 0-2 issue tp 1 before dp 0; rank 3 issued dp 0 and then tp 1: its tp 1 stands
+    where the others issued a later one."""
+    program = [("tp0", 0), ("tp0", 1), ("dp", 0)]
+    rows = _run(0, program) + _run(1, program) + _run(2, program) + _run(3, [("tp1", 0), ("dp", 0), ("tp1", 1)])
+    order = _order(rows)
+    assert order.out_of_place(3, ("tp", 1), mates=[0, 1, 2]) == ("dp", 0)
+    assert order.out_of_place(0, ("tp", 1), mates=[1, 2, 3]) is None
+    assert order.out_of_place(3, ("tp", 1), mates=[0]) is None  # one mate is no consensus
