@@ -21,6 +21,7 @@ from ..types import FailureClass
 from .analysis import Analysis
 from .behind import behind_stuck_peers, left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
+from .counts_at import CountsAt
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
@@ -63,11 +64,17 @@ class _Waits:
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
+        self._counts_at: CountsAt | None = None
         self.heads: dict[int, list[Blocked]] = defaultdict(list)
         """Each rank's collectives it waits in (not queued behind one of its own)."""
         for b in self.graph.blocked:
             if not b.queued and not b.is_p2p:
                 self.heads[b.rank].append(b)
+
+    def counts_at(self, order: ProgramOrder) -> CountsAt:
+        if self._counts_at is None:
+            self._counts_at = CountsAt(self.a, order)
+        return self._counts_at
 
     @functools.cached_property
     def routines(self) -> Routines:
@@ -106,8 +113,8 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
         if e.reason != WaitReason.NOT_ISSUED:
             continue
         waiters = w.waiters_at(rank, e.pg_key, e.seq)
-        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq), set(waiters)) or _past_by_counts(
-            w, order, rank, e.pg_key, e.seq
+        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq), set(waiters)) or w.counts_at(order).went_past(
+            rank, e.pg_key, e.seq, w.routines.same_program(rank)
         )
         if went_to is not None:
             return Finding(
@@ -122,32 +129,6 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
                 since=w.since([e]),
                 detail={"went_to": went_to},
             )
-    return None
-
-
-def _past_by_counts(w: _Waits, order: ProgramOrder, rank: int, key: str, seq: int) -> Token | None:
-    """A collective ``rank`` issued that two or more ranks of its program issued only after
-    they had issued (``key``'s family, ``seq``), which ``rank`` never issued: it went past it.
-    Where they had got to when they issued it comes from their counts less what their
-    records show they issued after it, so it holds where the records keep only pending
-    entries."""
-    family = order.token(key, seq)[0]
-    family_of = w.a.families.family_of
-
-    def count_at(r: int, token: Token) -> int | None:
-        groups = [g for g in w.a.levels.groups_of.get(r, []) if family_of.get(g.key, g.key) == family]
-        if len(groups) != 1 or (p := w.a.progress.get((groups[0].key, r))) is None or p.enqueued is None:
-            return None
-        return p.enqueued - sum(1 for t in order.issued_after(r, token) if t[0] == family)
-
-    mates = w.routines.same_program(rank)
-    for token in order.recent(rank):
-        if token[0] == family:
-            continue
-        mine = count_at(rank, token)
-        theirs = [count_at(m, token) for m in order.issuers(token) & set(mates)]
-        if mine is not None and mine < seq and len(theirs) >= 2 and all(c is not None and c >= seq for c in theirs):
-            return token
     return None
 
 
@@ -356,8 +337,17 @@ def _went_ahead(w: _Waits, rank: int, key: str, more: int) -> Finding:
 
 def _out_of_place(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     """``rank`` holds a collective pending that it issued later in its program than the other
-    ranks of its program issued it (see ``ProgramOrder.out_of_place``)."""
+    ranks of its program issued it (see ``ProgramOrder.out_of_place``), or it issued one
+    having issued fewer of a group's collectives than they had then (it skipped one)."""
     mates = w.routines.same_program(rank)
+    short = w.counts_at(order).short(rank, mates)
+    if short is not None:
+        key, seq, went_to = short
+        waiters = w.waiters_at(rank, key, seq)
+        op = next((b.op for b in w.graph.blocked if (b.pg_key, b.seq) == (key, seq)), None)
+        return Finding(
+            Kind.SKIPPED, Role.SUSPECT, (rank,), FailureClass.DESYNC, key, seq, op, waiters, NEVER, {"went_to": went_to}
+        )
     for b in w.graph.blocked:
         if b.rank != rank or b.is_p2p:
             continue

@@ -1,0 +1,69 @@
+"""Where a rank stood when it issued a collective, from its counts and its newest records.
+
+A rank's count in a family (its last issued seq there, from pg_status or its entries),
+less the collectives of that family its records show it issued after a collective, is
+how many of that family it had issued when it issued that collective. Ranks of one
+program had issued the same number when they issued the same collective; a rank that
+had issued fewer went past one (it skipped it). This needs only the newest records, so
+it holds where the dumps keep only pending entries, or a small ring buffer.
+"""
+
+from __future__ import annotations
+
+from ..model.order import ProgramOrder, Token
+from .analysis import Analysis
+
+MIN_VOTERS = 2
+"""Ranks of the program that must have issued the collective, all agreeing, to compare with."""
+
+
+class CountsAt:
+    """Counts per family at the time a rank issued a collective, compared with its program-mates'."""
+
+    def __init__(self, a: Analysis, order: ProgramOrder, mates_of: dict[int, list[int]] | None = None) -> None:
+        self.a, self.order = a, order
+        self.family_of = a.families.family_of
+        self._mates_of = mates_of
+
+    def count_at(self, rank: int, token: Token, family: str) -> int | None:
+        """How many of ``family``'s collectives ``rank`` had issued when it issued ``token``
+        (its last seq there); None where it has no one group of that family or no count."""
+        groups = [g for g in self.a.levels.groups_of.get(rank, []) if self.family_of.get(g.key, g.key) == family]
+        if len(groups) != 1 or (p := self.a.progress.get((groups[0].key, rank))) is None or p.enqueued is None:
+            return None
+        return p.enqueued - sum(1 for t in self.order.issued_after(rank, token) if t[0] == family)
+
+    def _theirs(self, token: Token, family: str, mates: list[int]) -> int | None:
+        """What the mates that issued ``token`` had issued of ``family`` then, where two or
+        more did and all agree."""
+        counts = {self.count_at(m, token, family) for m in self.order.issuers(token) & set(mates)}
+        voters = sum(1 for m in self.order.issuers(token) if m in set(mates))
+        if voters < MIN_VOTERS or len(counts) != 1 or None in counts:
+            return None
+        return counts.pop()
+
+    def went_past(self, rank: int, key: str, seq: int, mates: list[int]) -> Token | None:
+        """A collective ``rank`` issued that ``mates`` issued only once they had issued (``key``'s
+        family, ``seq``), which ``rank`` had not issued by then: it went past it."""
+        family = self.order.token(key, seq)[0]
+        for token in self.order.recent(rank):
+            if token[0] == family:
+                continue
+            mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates)
+            if mine is not None and theirs is not None and mine < seq <= theirs:
+                return token
+        return None
+
+    def short(self, rank: int, mates: list[int]) -> tuple[str, int, Token] | None:
+        """The first seq of one of ``rank``'s groups that it had not issued when it issued a
+        collective its ``mates`` issued only after that seq: (group, seq, that collective)."""
+        groups = [g for g in self.a.levels.groups_of.get(rank, []) if g.desc and len(g.ranks) > 1]
+        for token in self.order.recent(rank):
+            for g in groups:
+                family = self.family_of.get(g.key, g.key)
+                if family == token[0]:
+                    continue
+                mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates)
+                if mine is not None and theirs is not None and mine < theirs:
+                    return g.key, mine + 1, token
+        return None
