@@ -54,9 +54,13 @@ class CountsAt:
                 return token
         return None
 
-    def short(self, rank: int, mates: list[int]) -> tuple[str, int, Token] | None:
-        """The first seq of one of ``rank``'s groups that it had not issued when it issued a
-        collective its ``mates`` issued only after that seq: (group, seq, that collective)."""
+    def off_at(self, rank: int, mates: list[int]) -> tuple[str, int, Token] | None:
+        """Where ``rank`` issued a collective at another point of the program than ``mates``
+        did (it had issued fewer, or more, of one of its groups' collectives then): the
+        collective it skipped, as (group, seq), and where it went on to instead. Fewer: it
+        skipped the group's next seq and went on to that collective. More: its seq of that
+        collective's group stands where they issue a later one; it skipped the one they
+        issued at that seq and went on to the group's seq they issue only after it."""
         groups = [g for g in self.a.levels.groups_of.get(rank, []) if g.desc and len(g.ranks) > 1]
         for token in self.order.recent(rank):
             for g in groups:
@@ -64,6 +68,15 @@ class CountsAt:
                 if family == token[0]:
                     continue
                 mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates)
-                if mine is not None and theirs is not None and mine < theirs:
+                if mine is None or theirs is None or mine == theirs:
+                    continue
+                if mine < theirs:
                     return g.key, mine + 1, token
+                key = self._group_of(rank, token[0])
+                if key is not None:
+                    return key, token[1], (family, theirs + 1)
         return None
+
+    def _group_of(self, rank: int, family: str) -> str | None:
+        groups = [g.key for g in self.a.levels.groups_of.get(rank, []) if self.family_of.get(g.key, g.key) == family]
+        return groups[0] if len(groups) == 1 else None

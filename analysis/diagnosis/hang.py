@@ -340,7 +340,7 @@ def _out_of_place(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     ranks of its program issued it (see ``ProgramOrder.out_of_place``), or it issued one
     having issued fewer of a group's collectives than they had then (it skipped one)."""
     mates = w.routines.same_program(rank)
-    short = w.counts_at(order).short(rank, mates)
+    short = w.counts_at(order).off_at(rank, mates)
     if short is not None:
         key, seq, went_to = short
         waiters = w.waiters_at(rank, key, seq)
