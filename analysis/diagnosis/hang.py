@@ -456,6 +456,23 @@ def _explain(w: _Waits, order: ProgramOrder) -> tuple[list[Finding], list[Findin
     return findings, notes
 
 
+def _past_silent_roots(
+    a: Analysis, order: ProgramOrder, w: _Waits, notes: list[Finding]
+) -> tuple[_Waits, list[Finding], list[Finding]]:
+    """Where no root of the wait-for graph explains anything (each is held at an op its
+    record no longer holds, or in a collective stuck in flight), the graph read again
+    without the waits on them: a rank further down that left its program (a desync that
+    program order or counts show) is named. Only such ranks: a rank merely waited on there
+    may well be held by a root."""
+    roots = {r for comp in root_components(w.graph) for r in comp}
+    if not roots:
+        return w, [], notes
+    deeper = _Waits(a, _beyond(a, roots))
+    more, more_notes = _explain(deeper, order)
+    more = [f for f in more if f.failure_class == FailureClass.DESYNC]
+    return (deeper, more, more_notes) if more else (w, [], notes)
+
+
 def _beyond(a: Analysis, victims: set[int]) -> WaitGraph:
     """The wait-for graph without the waits on ``victims``: they wait on others themselves."""
     g = a.graph
@@ -482,6 +499,8 @@ def explain_hang(
     """
     w = _Waits(a)
     findings, notes = _explain(w, order)
+    if not findings:
+        w, findings, notes = _past_silent_roots(a, order, w, notes)
     kept, dropped = after_mismatch(findings, w.blocked_ranks, mismatch_since, mismatch_members)
     held = [f for f in kept if f.waiters and set(f.waiters) <= went_ahead and f.rank not in went_ahead]
     kept = [f for f in kept if f not in held]  # waited on only by ranks that skipped or added one

@@ -71,10 +71,11 @@ class LevelCounts:
         return counts.pop() if len(counts) == 1 else None
 
     def _is_level(self, g: ProcessGroup) -> bool:
-        """Every member of ``g`` issued as many of its collectives (and the count is known)."""
+        """Every member of ``g`` issued as many of its collectives (and the count is known); a
+        group none of them issued anything in says nothing about where they are."""
         if g.key not in self._level:
             level = {self._issued(g.key, r) for r in g.ranks}
-            self._level[g.key] = len(level) == 1 and None not in level
+            self._level[g.key] = len(level) == 1 and None not in level and -1 not in level
         return self._level[g.key]
 
     def _peer_counts(

@@ -39,7 +39,43 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
             found.append(departed_finding(b.rank, own[0], since=-1))
         elif own or _passed_by_its_program(routines, order, b.rank, token, peers):  # its peers went on: say so
             found.append(extra_finding(a, b.rank, b.pg_key, b.seq, b.op, since=-1))
+    return found + _lone_before_window(a, order, routines or Routines(a, blocked), {f.rank for f in found})
+
+
+def _lone_before_window(a: Analysis, order: ProgramOrder, routines: Routines, named: set[int]) -> list[Finding]:
+    """Collectives only one member of a group issued, by the members' counts, still pending on
+    it, and older than its record (a small ring buffer): where the group's members that run
+    its program issued, without it, collectives the rank issued after it (everything in its
+    record), the rank added it."""
+    found = []
+    for key, group in a.groups.groups.items():
+        if group.has_p2p or len(group.ranks) < 2:
+            continue
+        counts = {r: p for r in group.ranks if (p := a.progress.get((key, r))) is not None and p.enqueued is not None}
+        if len(counts) != len(group.ranks):
+            continue
+        top = max(counts, key=lambda r: counts[r].enqueued)
+        others = max(counts[r].enqueued for r in counts if r != top)
+        p = counts[top]
+        if top in named or p.enqueued <= others or p.completed is None or p.completed > others:
+            continue  # not lone, or it completed the lone collective
+        seq = max(others, 0) + 1  # seqs count from 1; -1: none issued yet
+        if (order.token(key, seq)) in set(order.recent(top, n=1 << 30)):
+            continue  # its record holds it: the routine-based rule above reads it
+        mates = sorted(set(group.ranks) & set(routines.same_program(top)))
+        if mates and any(
+            all(
+                _count(routines, m, later[0]) >= later[1] and _count(routines, m, key_family(a, key)) < seq
+                for m in mates
+            )
+            for later in order.recent(top)
+        ):
+            found.append(extra_finding(a, top, key, seq, None, since=-1))
     return found
+
+
+def key_family(a: Analysis, key: str) -> str:
+    return a.families.family_of.get(key, key)
 
 
 def _passed_by_its_program(routines: Routines, order: ProgramOrder, rank: int, token: Token, peers: list[int]) -> bool:

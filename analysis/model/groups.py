@@ -148,6 +148,11 @@ def _names_in_entries(entries: pd.DataFrame, index: GroupIndex) -> _EntryNames:
     return names
 
 
+DEFAULT_PG_ID = "0"
+DEFAULT_PG_DESC = "default_pg"
+"""torch makes the default group first in every process, so its local id is 0 on every rank."""
+
+
 def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNames) -> None:
     """pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
     else through ranks with the same pg_id layout (Megatron-style SPMD creation order)."""
@@ -183,3 +188,9 @@ def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNa
             # entries already name that group's id (only-active dumps leave few entries)
             if len(candidates) == 1 and (rank, candidates[0]) not in own_ids:
                 index.status_key_of[(rank, pg_id)] = candidates[0]
+        elif (
+            pg_id == DEFAULT_PG_ID
+            and len(default := groups_with_desc.get((rank, DEFAULT_PG_DESC), [])) == 1
+            and (rank, default[0]) not in own_ids
+        ):  # the default group is the first a process makes (init_process_group): id 0 everywhere
+            index.status_key_of[(rank, pg_id)] = default[0]
