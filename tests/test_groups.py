@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from analysis import schema as s
+from analysis.diagnosis.analysis import run_analysis
 from analysis.model.groups import _config_groups
+from analysis.tables.load import load
 
 
 def test_a_name_with_two_rank_lists_is_two_groups() -> None:
@@ -21,3 +25,14 @@ def test_a_name_with_two_rank_lists_is_two_groups() -> None:
     assert key_of[(3, "tp")] == "tp:2,3"
     assert key_of[(2, "0")] == "0"
     assert len(key_of) == 8
+
+
+def test_the_default_groups_status_is_read_where_no_entry_of_it_is_left() -> None:
+    """A 30-entry buffer holds no entry of the default group on any rank, so no entry names
+    its local pg id; torch makes it first in every process, so id 0 is it (pg_status keeps
+    rank 0's lone pending all_reduce there)."""
+    case = Path(__file__).parent / "regressions" / "extra_collective-842462"
+    a = run_analysis(load(case, use_cache=False, workers=1))
+    assert not (a.cells[s.PG_KEY] == "0").any()
+    assert (a.progress[("0", 0)].enqueued, a.progress[("0", 0)].completed) == (1, -1)
+    assert all(a.progress[("0", r)].enqueued == -1 for r in range(1, 8))
