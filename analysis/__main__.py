@@ -8,7 +8,15 @@ if __name__ == "__main__":  # a worker process started by spawn or forkserver im
     from .cli import main
 
     try:
-        sys.exit(main())
+        code = main()
+        from .tables.load import finish_cache_writes
+
+        finish_cache_writes()
+        sys.stdout.flush()
+        sys.stderr.flush()
     except BrokenPipeError:  # the reader went away (``| head``): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
+    # Everything is written: skip the interpreter's teardown of pandas, pyarrow and numpy
+    # (about 0.2 s, a seventh of a 256-rank run).
+    os._exit(code)

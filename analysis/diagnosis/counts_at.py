@@ -31,14 +31,14 @@ class CountsAt:
         groups = [g for g in self.a.levels.groups_of.get(rank, []) if self.family_of.get(g.key, g.key) == family]
         if len(groups) != 1 or (p := self.a.progress.get((groups[0].key, rank))) is None or p.enqueued is None:
             return None
-        return p.enqueued - sum(1 for t in self.order.issued_after(rank, token) if t[0] == family)
+        return p.enqueued - self.order.count_after(rank, token, family)
 
     def _theirs(self, token: Token, family: str, mates: list[int]) -> int | None:
         """What the mates that issued ``token`` had issued of ``family`` then, where two or
         more did and all agree."""
-        counts = {self.count_at(m, token, family) for m in self.order.issuers(token) & set(mates)}
-        voters = sum(1 for m in self.order.issuers(token) if m in set(mates))
-        if voters < MIN_VOTERS or len(counts) != 1 or None in counts:
+        voters = self.order.issuers(token) & set(mates)
+        counts = {self.count_at(m, token, family) for m in voters}
+        if len(voters) < MIN_VOTERS or len(counts) != 1 or None in counts:
             return None
         return counts.pop()
 

@@ -9,6 +9,8 @@ issued) from a rank that is merely blocked, and breaks wait-for cycles.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 import pandas as pd
 
@@ -39,6 +41,7 @@ class ProgramOrder:
         self._arrays: dict[Token, np.ndarray] = {}
         self._world = int(self._rank.max()) + 1 if len(self._rank) else 0
         self._ranks: dict[int, list[tuple[int, Token]]] = {}
+        self._family_rids: dict[tuple[int, str], list[int]] = {}
         self._desc_names = [str(d) for d in desc_names]
 
     def _records(self, token: Token) -> dict[int, int]:
@@ -99,6 +102,16 @@ class ProgramOrder:
             if rec > issued[rank] and set(peers) <= self.issuers(token):
                 return token
         return None
+
+    def count_after(self, rank: int, token: Token, family: str) -> int:
+        """How many collectives of ``family`` ``rank`` issued after ``token`` (0 if it never issued it)."""
+        at = self._records(token).get(rank)
+        if at is None:
+            return 0
+        if (rank, family) not in self._family_rids:
+            self._family_rids[(rank, family)] = [rec for rec, t in self._history(rank) if t[0] == family]
+        rids = self._family_rids[(rank, family)]
+        return len(rids) - bisect.bisect_right(rids, at)
 
     def issued_after(self, rank: int, token: Token) -> list[Token]:
         """What ``rank`` issued after ``token``, oldest first (nothing if it never issued it)."""

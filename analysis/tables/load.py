@@ -284,6 +284,14 @@ class _AfterImports:
 
 
 _CACHE_WRITERS: dict[str, threading.Thread] = {}
+
+
+def finish_cache_writes() -> None:
+    """Wait for the tables caches still being written in the background."""
+    while _CACHE_WRITERS:
+        _CACHE_WRITERS.pop(next(iter(_CACHE_WRITERS))).join()
+
+
 _CACHE_IN_BACKGROUND_BYTES = 256 << 20
 """Up to this size the tables are cached in the background, which keeps them alive beside
 the pandas frames; above it they are written first and then handed over to pandas
