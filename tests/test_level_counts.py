@@ -95,3 +95,14 @@ def test_a_rank_only_behind_its_program_stopped_and_did_not_leave_it() -> None:
 def test_program_mates_are_the_ranks_of_the_same_program() -> None:
     levels = _levels({0: 10, 1: 10, 2: 10, 3: 10})
     assert levels.program_mates(1, {0, 1, 3}) == {0, 3}
+
+
+def test_a_group_every_member_got_through_is_no_witness() -> None:
+    """Level in a data-parallel group whose last collective both completed, the two may be
+    anywhere after it (a checkpoint barrier long ago): their counts elsewhere tell nothing."""
+    levels = _levels({0: 10, 1: 9, 2: 10, 3: 10})
+    for key, (_, ranks) in GROUPS.items():
+        if key.startswith("dp"):
+            for r in ranks:
+                levels.progress[(key, r)] = Progress(4, 4, 4, None, 0)
+    assert levels.offset("tp0", 1) is None

@@ -71,11 +71,19 @@ class LevelCounts:
         return counts.pop() if len(counts) == 1 else None
 
     def _is_level(self, g: ProcessGroup) -> bool:
-        """Every member of ``g`` issued as many of its collectives (and the count is known); a
-        group none of them issued anything in says nothing about where they are."""
+        """Every member of ``g`` issued as many of its collectives (and the count is known),
+        and none has completed the last of them: they are all held there, at one point. A
+        group none of them issued anything in, or whose last collective all got through
+        (a checkpoint barrier long ago), says nothing about where they are now."""
         if g.key not in self._level:
             level = {self._issued(g.key, r) for r in g.ranks}
-            self._level[g.key] = len(level) == 1 and None not in level and -1 not in level
+            pending = all(
+                (p := self.progress.get((g.key, r))) is not None
+                and p.completed is not None
+                and p.completed < p.enqueued
+                for r in g.ranks
+            )
+            self._level[g.key] = len(level) == 1 and None not in level and -1 not in level and pending
         return self._level[g.key]
 
     def _peer_counts(
