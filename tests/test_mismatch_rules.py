@@ -194,3 +194,35 @@ def test_a_call_only_one_rank_issued_elsewhere_does_not_vote() -> None:
     cells = make_cells(rows)
     (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp"}))
     assert m.expected is None
+
+
+def _microbatches(last: dict[int, tuple[str, str]]) -> list[dict]:
+    """A 2-rank group: two microbatches of a broadcast of the batch, an embedding all_reduce
+    and an all_gather, then a backward block of three all_reduces; ``last`` is what each rank
+    issued at the next seq (the next step's first)."""
+    step = [("broadcast", "data"), ("all_reduce", "embed"), ("all_gather", "attn")] * 2
+    step += [("all_reduce", "grad")] * 3
+    rows = []
+    for q, (op, site) in enumerate(step):
+        rows += [{"pg_key": "1", "rank": r, "seq": q, "op": op, "sizes": "[[4]]", "call_site": site} for r in (0, 1)]
+    for r, (op, site) in last.items():
+        rows.append({"pg_key": "1", "rank": r, "seq": len(step), "op": op, "sizes": "[[4]]", "call_site": site})
+    return rows
+
+
+def test_a_call_that_always_follows_one_call_is_out_of_place_after_another() -> None:
+    """Rank 0 issued the embedding all_reduce, which the group issued twice, each time right
+    after the broadcast of the batch, after a backward all_reduce: it skipped the broadcast.
+    Inside the backward block every run of all_reduces is followed by another one, which
+    says nothing about what follows the block."""
+    cells = make_cells(_microbatches({0: ("all_reduce", "embed"), 1: ("broadcast", "data")}))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp"}))
+    assert (m.odd_ranks, m.expected, m.decided_by) == ((0,), "broadcast", "predecessor")
+
+
+def test_calls_whose_earlier_predecessors_differ_decide_nothing() -> None:
+    """A backward all_reduce followed an all_gather and other all_reduces; the broadcast
+    opened the record and followed an all_gather: neither is out of place."""
+    cells = make_cells(_microbatches({0: ("all_reduce", "grad"), 1: ("broadcast", "data")}))
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp"}))
+    assert not m.decisive

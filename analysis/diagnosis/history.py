@@ -67,11 +67,14 @@ def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: s
 
 def _after_same_context(values: list[tuple[str, ...]]) -> list[int]:
     """Positions that followed the longest earlier run of the ops that end ``values`` (at least
-    MIN_CONTEXT of them), where they all issued the same: what the loop issued after the same ops."""
+    MIN_CONTEXT of them), where they all issued the same: what the loop issued after the same ops.
+    An earlier run ends before the ops it is matched with begin: inside a block of like ops
+    (the all_reduces of a backward pass) every run is followed by another one, which says
+    nothing about what follows the block."""
     n = len(values)
     for k in range(min(CONTEXT, n - 1), MIN_CONTEXT - 1, -1):
         context = values[n - k :]
-        found = [j for j in range(k, n) if values[j - k : j] == context]
+        found = [j for j in range(k, n - k + 1) if values[j - k : j] == context]
         if found:
             return found if len({values[j] for j in found}) == 1 else []  # a loop repeats itself
     return []
@@ -122,6 +125,30 @@ def seen_call_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied
         return None
     (value,) = known
     return value if value in tied else None
+
+
+def predecessor_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str]) -> str | None:
+    """The one ``tied`` value whose call fits after the group's previous seq: a side whose
+    whole call (op, sizes, dtypes, call site) the group issued at two or more earlier seqs,
+    each time right after one same call, is out of place after another (a call that
+    always follows a broadcast of the batch, issued without it: the broadcast was skipped)."""
+    group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
+    here = group_cells.loc[group_cells[s.SEQ] == seq]
+    agreed = _agreed_rows(group_cells, seq)
+    if here.empty or agreed.empty or int(agreed[s.SEQ].iloc[-1]) != seq - 1:
+        return None
+    whole = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
+    by_seq = dict(zip(agreed[s.SEQ].astype(int), call_text(agreed, whole).itertuples(index=False, name=None)))
+    previous = by_seq[seq - 1]
+    calls = dict(zip(here[attribute].astype(str), call_text(here, whole).itertuples(index=False, name=None)))
+    out_of_place = set()
+    for value in tied:
+        before = {by_seq.get(q - 1) for q, call in by_seq.items() if call == calls.get(value)}
+        occurrences = sum(1 for call in by_seq.values() if call == calls.get(value))
+        if occurrences >= 2 and len(before) == 1 and None not in before and before != {previous}:
+            out_of_place.add(value)
+    fitting = [v for v in tied if v not in out_of_place]
+    return fitting[0] if len(fitting) == 1 and out_of_place else None
 
 
 def _common(here: pd.DataFrame) -> pd.Series:

@@ -18,7 +18,7 @@ from .. import schema as s
 from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
-from .history import history_shift, history_vote, seen_call_vote
+from .history import history_shift, history_vote, predecessor_vote, seen_call_vote
 from .usual_call import issued_elsewhere, usual_call_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
@@ -210,7 +210,9 @@ def _odd_ones(
         else:  # no sibling at this point of the program decides: the group's own earlier steps may
             expected = history_vote(cells, key, seq, attribute, tied)
             decided_by = "history"
-            if expected is None:  # no earlier step at this point: only one side's call was ever run
+            if expected is None:  # no earlier step at this point: one side's call never follows this one
+                expected, decided_by = predecessor_vote(cells, key, seq, attribute, tied), "predecessor"
+            if expected is None:  # only one side's call was ever run
                 expected, decided_by = seen_call_vote(cells, key, seq, attribute, tied), "seen"
             if expected is None:  # no history in the dumps: only one side's call is issued elsewhere
                 relatives = families.same_description(key)
