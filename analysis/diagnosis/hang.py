@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import schema as s
 from ..model.cells import created_ns
@@ -437,6 +437,10 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
     how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
     diverged = [how.get(d.rank, d) for d in departed] or list(how.values())
+    if len(comp) > 1 and len(diverged) == len(comp) and all(f.kind == Kind.EXTRA for f in diverged):
+        # each member added one the others never issued: no member's program is left to judge by
+        undecided = [replace(f, role=Role.POSSIBLE, detail={**f.detail, "every_rank": True}) for f in diverged]
+        return [], [Finding(Kind.CYCLE, Role.NOTE, tuple(comp)), *undecided]
     if diverged:
         return diverged, []  # the divergent ranks explain the rest of the cycle
     notes = []

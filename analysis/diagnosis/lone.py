@@ -12,10 +12,12 @@ went past the point where the rank added it: the same finding.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..model.order import ProgramOrder, Token
 from .analysis import Analysis
 from .desync import departed_finding, extra_finding
-from .findings import Finding
+from .findings import Finding, Role
 from .routines import Routines
 
 
@@ -39,7 +41,11 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
             found.append(departed_finding(b.rank, own[0], since=-1))
         elif own or _passed_by_its_program(routines, order, b.rank, token, peers):  # its peers went on: say so
             found.append(extra_finding(a, b.rank, b.pg_key, b.seq, b.op, since=-1))
-    return found + _lone_before_window(a, order, routines or Routines(a, blocked), {f.rank for f in found})
+    found += _lone_before_window(a, order, routines or Routines(a, blocked), {f.rank for f in found})
+    if len(found) >= 2 and {f.rank for f in found} >= set(a.dumps.ranks):
+        # every rank added one the others did not issue: no rank's program is left to judge by
+        return [replace(f, role=Role.POSSIBLE, detail={**f.detail, "every_rank": True}) for f in found]
+    return found
 
 
 def _lone_before_window(a: Analysis, order: ProgramOrder, routines: Routines, named: set[int]) -> list[Finding]:

@@ -138,11 +138,22 @@ def _weigh_hang(
     since = _mismatch_since(a, decisive) if decisive else None
     went_ahead = {r for m in decisive if m.shift for r in m.odd_ranks}
     hang = explain_hang(a, order, since, members if draft.classes else set(), went_ahead)
+    at_tie = _held_at_a_tie(a, draft)
     for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
+        if f.rank in at_tie:  # it waits in the tie: whoever is wrong there, the rest follows
+            draft.add(Finding(Kind.CONSEQUENCE, Role.CLEARED, f.ranks, detail={"waited_on_by": f.waiters}))
+            continue
         draft.add(f, (f.pg_key, f.seq, f.op) if f.pg_key is not None else None)
     for note in hang.notes:
         draft.add(note)
     return hang.set_aside, hang.unresolved
+
+
+def _held_at_a_tie(a: Analysis, draft: _Draft) -> set[int]:
+    """Ranks of an undecided mismatch blocked in its collective (none of them is ahead of it)."""
+    ties = [f for f in draft.findings if f.kind == Kind.UNDECIDED_MISMATCH]
+    heads = {(b.rank, b.pg_key, b.seq) for b in a.graph.blocked if not b.queued and not b.is_p2p}
+    return {r for f in ties for r in f.ranks if (r, f.pg_key, f.seq) in heads}
 
 
 def _weigh_stalled(a: Analysis, draft: _Draft) -> None:

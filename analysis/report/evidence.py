@@ -417,8 +417,15 @@ _REASONS: dict[Kind, Callable[[Finding, str], str]] = {
 }
 
 
+def _every_rank_added(f: Finding, where: str) -> str:
+    return (
+        f"it alone issued seq {f.seq} ({f.op or 'collective'}) of {where}, and each rank it waits with issued one "
+        "the others did not: no rank's program is left to tell which one left it"
+    )
+
+
 def reason(f: Finding, groups: GroupIndex) -> str:
     """Why a rank is possible, not sure: a short clause for the report's ``possible_ranks``."""
     where = group_label(groups.groups.get(f.pg_key)) if f.pg_key is not None else ""
-    render = _REASONS.get(f.kind)
+    render = _every_rank_added if f.kind == Kind.EXTRA else _REASONS.get(f.kind)
     return render(f, where) if render else sentence(f, groups)
