@@ -93,10 +93,26 @@ def _passed_by_its_program(routines: Routines, order: ProgramOrder, rank: int, t
     mates = sorted(set(peers) & set(routines.same_program(rank)))
     if order.passed_without(rank, token, mates) is not None:
         return True
-    return bool(mates) and any(
-        all(_count(routines, m, later[0]) >= later[1] and _count(routines, m, token[0]) < token[1] for m in mates)
-        for later in order.issued_after(rank, token)
-    )
+    if not mates or any(_count(routines, m, token[0]) >= token[1] for m in mates):
+        return False
+    return any(
+        all(_count(routines, m, later[0]) >= later[1] for m in mates) for later in order.issued_after(rank, token)
+    ) or (len(mates) >= 2 and _past_its_counts(routines, order, rank, token, mates))
+
+
+def _past_its_counts(routines: Routines, order: ProgramOrder, rank: int, token: Token, mates: list[int]) -> bool:
+    """Each of ``mates`` issued more of one of ``rank``'s groups' collectives than ``rank`` had
+    issued there when it issued the lone one: they went on past that point without it. Asked
+    of two or more mates: one mate that went on may as well have skipped it."""
+    family_of = routines.a.families.family_of
+    for g in routines.steps.groups_of[rank]:
+        family = family_of.get(g.key, g.key)
+        if family == token[0] or (mine := routines.steps.issued(g, rank)) < 0:
+            continue
+        then = mine - order.count_after(rank, token, family)
+        if all(_count(routines, m, family) > then for m in mates):
+            return True
+    return False
 
 
 def _count(routines: Routines, rank: int, family: str) -> int:
