@@ -66,44 +66,41 @@ def _lone_before_window(a: Analysis, order: ProgramOrder, routines: Routines, na
         if top in named or p.enqueued <= others or p.completed is None or p.completed > others:
             continue  # not lone, or it completed the lone collective
         seq = max(others, 0) + 1  # seqs count from 1; -1: none issued yet
-        if (order.token(key, seq)) in set(order.recent(top, n=1 << 30)):
+        token = order.token(key, seq)
+        if top in order.issuers(token):
             continue  # its record holds it: the routine-based rule above reads it
         mates = sorted(set(group.ranks) & set(routines.same_program(top)))
-        if mates and any(
-            all(
-                _count(routines, m, later[0]) >= later[1] and _count(routines, m, key_family(a, key)) < seq
-                for m in mates
-            )
-            for later in order.recent(top)
-        ):
+        if _went_past_without(routines, mates, token, order.recent(top)):  # all it recorded came after it
             found.append(extra_finding(a, top, key, seq, None, since=-1))
     return found
-
-
-def key_family(a: Analysis, key: str) -> str:
-    return a.families.family_of.get(key, key)
 
 
 def _passed_by_its_program(routines: Routines, order: ProgramOrder, rank: int, token: Token, peers: list[int]) -> bool:
     """Members of the group that run ``rank``'s program issued a collective ``rank`` issued only
     after the lone one, without it: they went past the point where ``rank`` added it. Their
-    counts tell where their records do not (only active entries): each issued, in its group
-    of that collective's family, at least as many as ``rank`` had when it issued it, and
-    fewer than the lone one's seq in its group of the lone one's family."""
+    counts tell where their records do not (only active entries)."""
     mates = sorted(set(peers) & set(routines.same_program(rank)))
-    if order.passed_without(rank, token, mates) is not None:
-        return True
+    return (
+        order.passed_without(rank, token, mates) is not None
+        or _went_past_without(routines, mates, token, order.issued_after(rank, token))
+        or (len(mates) >= 2 and _past_its_counts(routines, order, rank, token, mates))
+    )
+
+
+def _went_past_without(routines: Routines, mates: list[int], token: Token, later: list[Token]) -> bool:
+    """Every one of ``mates`` issued, by its counts, one same collective of ``later`` (in its
+    group of that family, as far as that seq), and fewer than ``token``'s seq of its family."""
     if not mates or any(_count(routines, m, token[0]) >= token[1] for m in mates):
         return False
-    return any(
-        all(_count(routines, m, later[0]) >= later[1] for m in mates) for later in order.issued_after(rank, token)
-    ) or (len(mates) >= 2 and _past_its_counts(routines, order, rank, token, mates))
+    return any(all(_count(routines, m, t[0]) >= t[1] for m in mates) for t in later)
 
 
 def _past_its_counts(routines: Routines, order: ProgramOrder, rank: int, token: Token, mates: list[int]) -> bool:
     """Each of ``mates`` issued more of one of ``rank``'s groups' collectives than ``rank`` had
     issued there when it issued the lone one: they went on past that point without it. Asked
     of two or more mates: one mate that went on may as well have skipped it."""
+    if any(_count(routines, m, token[0]) >= token[1] for m in mates):
+        return False  # a mate issued that seq of the lone one's family: not without it
     family_of = routines.a.families.family_of
     for g in routines.steps.groups_of[rank]:
         family = family_of.get(g.key, g.key)
