@@ -60,8 +60,10 @@ def test_open_miss_is_still_missed(case: Path) -> None:
     waits a synthetic pipeline matches across stages, 2-rank gloo skips and added
     collectives at a first checkpoint barrier, a gloo unposted send/recv whose stage-0
     ranks stopped together (the grader names them, the pipeline rule clears them), and
-    two culprits where one hides behind the other. Kept so a change that fixes one shows,
-    and so none is forgotten."""
+    two culprits where one hides behind the other, and ties nothing in the dumps decides
+    (two ranks that each hold a collective the other never issued; an op mismatch in a
+    2-rank group whose siblings' records are gone), now reported as possible ranks. Kept so
+    a change that fixes one shows, and so none is forgotten."""
     test_regression_is_diagnosed(case)
 
 
