@@ -33,14 +33,26 @@ class CountsAt:
             return None
         return p.enqueued - self.order.count_after(rank, token, family)
 
-    def _theirs(self, token: Token, family: str, mates: list[int]) -> int | None:
+    def _theirs(self, token: Token, family: str, mates: list[int], rank: int | None = None) -> int | None:
         """What the mates that issued ``token`` had issued of ``family`` then, where two or
-        more did and all agree."""
-        voters = self.order.issuers(token) & set(mates)
+        more did and all agree; where fewer mates did, the ranks of any program that share
+        with ``rank`` both its group of ``token``'s family and its group of ``family`` vote
+        too: two ranks that meet in two groups issue their collectives in one order, or they
+        deadlock (the embedding group joins the first and last stages in the model-parallel
+        group)."""
+        issuers = self.order.issuers(token) - {rank}
+        voters = issuers & set(mates)
+        if len(voters) < MIN_VOTERS and rank is not None:
+            voters |= issuers & self._met_in(rank, token[0]) & self._met_in(rank, family)
         counts = {self.count_at(m, token, family) for m in voters}
         if len(voters) < MIN_VOTERS or len(counts) != 1 or None in counts:
             return None
         return counts.pop()
+
+    def _met_in(self, rank: int, family: str) -> set[int]:
+        """The other members of ``rank``'s group of ``family`` (none unless it has one)."""
+        key = self._group_of(rank, family)
+        return set(self.a.groups.groups[key].ranks) - {rank} if key is not None else set()
 
     def went_past(self, rank: int, key: str, seq: int, mates: list[int]) -> Token | None:
         """A collective ``rank`` issued that ``mates`` issued only once they had issued (``key``'s
@@ -49,7 +61,7 @@ class CountsAt:
         for token in self.order.recent(rank):
             if token[0] == family:
                 continue
-            mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates)
+            mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates, rank)
             if mine is not None and theirs is not None and mine < seq <= theirs:
                 return token
         return None
@@ -67,7 +79,7 @@ class CountsAt:
                 family = self.family_of.get(g.key, g.key)
                 if family == token[0]:
                     continue
-                mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates)
+                mine, theirs = self.count_at(rank, token, family), self._theirs(token, family, mates, rank)
                 if mine is None or theirs is None or mine == theirs:
                     continue
                 if mine < theirs:
