@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -135,3 +136,31 @@ def test_map_step_output_as_parquet_files(tmp_path) -> None:
     report = analyze_dumps(combine([read_file_tables(d) for d in folders], errors))
     assert report.to_dict() == analysis.analyze(dumps, use_cache=False).to_dict()
     assert report.suspect_ranks == [3]
+
+
+def test_a_run_that_exits_without_teardown_leaves_a_cache_the_next_run_reopens(tmp_path) -> None:
+    """The command leaves without the interpreter's teardown (after joining the thread that
+    writes the tables cache): the cache is there, and the next run gives the same report
+    from it without writing anything new."""
+    dumps, cache = tmp_path / "dumps", tmp_path / "cache"
+    write_set(dumps, tp_job(world=4, steps=4, stuck_rank=1))
+    env = {**os.environ, "FLIGHTDECK_CACHE_DIR": str(cache)}
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "analysis", str(dumps), "--json", "--quiet"],
+            check=False,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
+    first = run()
+    assert first.returncode == 1 and json.loads(first.stdout)["suspect_ranks"] == [1]
+    written = sorted(p.relative_to(cache) for p in cache.rglob("*") if p.is_file())
+    assert written, "no cache was written"
+    second = run()
+    assert second.returncode == 1 and json.loads(second.stdout) == json.loads(first.stdout)
+    assert sorted(p.relative_to(cache) for p in cache.rglob("*") if p.is_file()) == written
