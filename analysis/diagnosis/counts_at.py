@@ -20,16 +20,15 @@ MIN_VOTERS = 2
 class CountsAt:
     """Counts per family at the time a rank issued a collective, compared with its program-mates'."""
 
-    def __init__(self, a: Analysis, order: ProgramOrder, mates_of: dict[int, list[int]] | None = None) -> None:
+    def __init__(self, a: Analysis, order: ProgramOrder) -> None:
         self.a, self.order = a, order
         self.family_of = a.families.family_of
-        self._mates_of = mates_of
 
     def count_at(self, rank: int, token: Token, family: str) -> int | None:
         """How many of ``family``'s collectives ``rank`` had issued when it issued ``token``
         (its last seq there); None where it has no one group of that family or no count."""
-        groups = [g for g in self.a.levels.groups_of.get(rank, []) if self.family_of.get(g.key, g.key) == family]
-        if len(groups) != 1 or (p := self.a.progress.get((groups[0].key, rank))) is None or p.enqueued is None:
+        key = self._group_of(rank, family)
+        if key is None or (p := self.a.progress.get((key, rank))) is None or p.enqueued is None:
             return None
         return p.enqueued - self.order.count_after(rank, token, family)
 
@@ -90,5 +89,6 @@ class CountsAt:
         return None
 
     def _group_of(self, rank: int, family: str) -> str | None:
+        """``rank``'s one group of ``family`` (None where it has none, or several)."""
         groups = [g.key for g in self.a.levels.groups_of.get(rank, []) if self.family_of.get(g.key, g.key) == family]
         return groups[0] if len(groups) == 1 else None

@@ -143,9 +143,9 @@ def predecessor_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, ti
     calls = dict(zip(here[attribute].astype(str), call_text(here, whole).itertuples(index=False, name=None)))
     out_of_place = set()
     for value in tied:
-        before = {by_seq.get(q - 1) for q, call in by_seq.items() if call == calls.get(value)}
-        occurrences = sum(1 for call in by_seq.values() if call == calls.get(value))
-        if occurrences >= 2 and len(before) == 1 and None not in before and before != {previous}:
+        earlier = [q for q, call in by_seq.items() if call == calls.get(value)]
+        before = {by_seq.get(q - 1) for q in earlier}
+        if len(earlier) >= 2 and len(before) == 1 and None not in before and before != {previous}:
             out_of_place.add(value)
     fitting = [v for v in tied if v not in out_of_place]
     return fitting[0] if len(fitting) == 1 and out_of_place else None

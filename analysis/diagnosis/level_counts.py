@@ -86,6 +86,10 @@ class LevelCounts:
             self._level[g.key] = len(level) == 1 and None not in level and -1 not in level and pending
         return self._level[g.key]
 
+    def _group_with_desc(self, rank: int, desc: str) -> str | None:
+        """``rank``'s (first) group of description ``desc``, if any."""
+        return next((h.key for h in self.groups_of.get(rank, []) if h.desc == desc), None)
+
     def _peer_counts(
         self, g: ProcessGroup, desc: str, program: frozenset[str] | None
     ) -> tuple[Counter, dict[str, Counter]]:
@@ -98,7 +102,7 @@ class LevelCounts:
             for p in g.ranks:
                 if self.program.get(p) != program:
                     continue
-                k = next((h.key for h in self.groups_of.get(p, []) if h.desc == desc), None)
+                k = self._group_with_desc(p, desc)
                 if k is None:
                     continue
                 c = self._issued(k, p)
@@ -242,7 +246,7 @@ class LevelCounts:
         if (program, desc) not in self._by_program:
             counts: Counter = Counter()
             for r, p in self.program.items():
-                k = next((h.key for h in self.groups_of.get(r, []) if h.desc == desc), None) if p == program else None
+                k = self._group_with_desc(r, desc) if p == program else None
                 if k is not None and (c := self._issued(k, r)) is not None:
                     counts[c] += 1
             self._by_program[(program, desc)] = counts

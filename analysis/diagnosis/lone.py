@@ -128,11 +128,8 @@ def _issued_in_siblings(a: Analysis, key: str, seq: int) -> bool:
     if family is None:
         return False
     return any(
-        k != key
-        and family_of.get(k) == family
-        and (p := a.progress.get((k, r))) is not None
-        and (p.enqueued or -1) >= seq
+        (p := a.progress.get((k, r))) is not None and (p.enqueued or -1) >= seq
         for k, g in a.groups.groups.items()
-        if family_of.get(k) == family
+        if k != key and family_of.get(k) == family
         for r in g.ranks
     )

@@ -123,10 +123,10 @@ class ProgramOrder:
         more of ``mates``, and every one of them that issued both, issued after ``token``:
         ``rank`` reached ``token`` later in its program than they did, so that seq of its
         group stands where they issued another (it skipped or added one of the group's)."""
-        mine = self._records(token).get(rank)
+        at = self._records(token)
+        mine = at.get(rank)
         if mine is None:
             return None
-        at = self._records(token)
         earlier = [t for rec, t in self._history(rank) if rec < mine][-n:]
         for other in reversed(earlier):
             theirs = self._records(other)

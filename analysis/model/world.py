@@ -19,7 +19,7 @@ import pandas as pd
 from .. import schema as s
 from ..types import Membership
 from .cells import DONE
-from .groups import GroupIndex, ProcessGroup
+from .groups import DEFAULT_PG_DESC, GroupIndex, ProcessGroup
 
 
 def full_size(groups: list[ProcessGroup]) -> int:
@@ -75,13 +75,13 @@ def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int],
     for g in index.groups.values():
         if g.membership_source != Membership.INFERRED:
             continue
-        if g.desc == "default_pg" or g.name == "0":
+        if g.desc == DEFAULT_PG_DESC or g.name == "0":
             g.ranks = tuple(range(world))
     if not absent:
         return
     by_desc: dict[str, list[ProcessGroup]] = defaultdict(list)
     for g in index.groups.values():
-        if g.membership_source == Membership.INFERRED and g.desc and g.desc != "default_pg":
+        if g.membership_source == Membership.INFERRED and g.desc and g.desc != DEFAULT_PG_DESC:
             by_desc[g.desc].append(g)
     for groups in by_desc.values():
         modal = full_size(groups)
