@@ -26,6 +26,7 @@ from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
+from .p2p_counts import P2PCounts
 from .routines import SAME_PROGRAM_SAMPLE, Routines
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 
@@ -65,6 +66,7 @@ class _Waits:
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
         self._counts_at: CountsAt | None = None
+        self._p2p_counts: P2PCounts | None = None
         self.heads: dict[int, list[Blocked]] = defaultdict(list)
         """Each rank's collectives it waits in (not queued behind one of its own)."""
         for b in self.graph.blocked:
@@ -75,6 +77,11 @@ class _Waits:
         if self._counts_at is None:
             self._counts_at = CountsAt(self.a, order)
         return self._counts_at
+
+    def p2p_counts(self, order: ProgramOrder) -> P2PCounts:
+        if self._p2p_counts is None:
+            self._p2p_counts = P2PCounts(self.a, order)
+        return self._p2p_counts
 
     @functools.cached_property
     def routines(self) -> Routines:
@@ -371,6 +378,35 @@ def _out_of_place(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     return None
 
 
+def _posted_off_count(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
+    """``rank`` waits in a send/recv it posted having posted fewer (or more) of its group's
+    send/recvs than the ranks at its stage of sibling groups had at that point (see
+    :mod:`.p2p_counts`): it skipped (or added) one, and its neighbour waits for the one it
+    never posted."""
+    for b in w.graph.blocked:
+        if b.rank != rank or not b.is_p2p or b.queued:
+            continue
+        found = w.p2p_counts(order).pending_off_count(rank, b.pg_key, b.seq)
+        if found is None:
+            continue
+        waits = [e for e in w.into.get(rank, []) if e.reason == WaitReason.P2P_UNMATCHED]
+        waiters = tuple(sorted({e.waiter for e in waits}))
+        detail = {"posted": found.mine, "mates_posted": found.theirs, "mates": found.mates, "before": found.before}
+        return Finding(
+            Kind.P2P_MISCOUNT,
+            Role.SUSPECT,
+            (rank,),
+            FailureClass.P2P_UNMATCHED,
+            b.pg_key,
+            b.seq,
+            b.op,
+            waiters,
+            w.since(waits),
+            detail,
+        )
+    return None
+
+
 def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict[int, Finding | None]) -> bool:
     """Whether ``rank`` is a cause only because ranks that went past a collective, or added
     one, wait on it: they wait where their peers have not arrived, as a consequence of their
@@ -425,6 +461,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
     if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
         return list(placed.values()), []
+    miscounted = {r: f for r in comp if (f := _posted_off_count(w, order, r))} if len(comp) > 1 else {}
+    if miscounted and len(miscounted) < len(comp):  # posted another number of send/recvs than its stage
+        return list(miscounted.values()), []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

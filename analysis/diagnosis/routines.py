@@ -24,6 +24,11 @@ class Routines:
         self.steps = Steps(a, blocked_ranks)
         self._routines: dict[int, Routine | None] = {}
         self._departures: dict[int, list[Departure]] = {}
+        self._stage: dict[int, set[tuple[str, int]]] = {}
+        for g in a.groups.groups.values():
+            if g.has_p2p and 2 <= len(g.ranks) < a.levels.world:
+                for position, r in enumerate(g.ranks):
+                    self._stage.setdefault(r, set()).add((g.desc or g.key, position))
 
     def routine(self, rank: int) -> Routine | None:
         if rank not in self._routines:
@@ -39,10 +44,14 @@ class Routines:
         return self._departures[rank]
 
     def same_program(self, rank: int) -> list[int]:
-        """A few other ranks that run ``rank``'s program (the same program families)."""
+        """A few other ranks that run ``rank``'s program (the same program families), those at
+        its stage of the pipeline groups that record send/recvs first: a sample of one stage
+        alone would speak for another stage's counts."""
         program = self.steps.program
-        mine = program.get(rank)
-        return [r for r in sorted(program) if r != rank and program[r] == mine][:SAME_PROGRAM_SAMPLE]
+        mine, stage = program.get(rank), self._stage.get(rank)
+        same = [r for r in sorted(program) if r != rank and program[r] == mine]
+        same.sort(key=lambda r: self._stage.get(r) != stage)
+        return same[:SAME_PROGRAM_SAMPLE]
 
     def own_departures(self, rank: int, also: list[int] = ()) -> list[Departure]:
         """``rank``'s departures that neither ``also`` nor a few ranks of its program share, oldest first."""

@@ -113,6 +113,12 @@ class ProgramOrder:
         rids = self._family_rids[(rank, family)]
         return len(rids) - bisect.bisect_right(rids, at)
 
+    def first_after(self, rank: int, record_id: int) -> tuple[int, Token] | None:
+        """The first collective ``rank`` issued after its record ``record_id``, with its record id."""
+        history = self._history(rank)
+        i = bisect.bisect_right(history, record_id, key=lambda h: h[0])
+        return history[i] if i < len(history) else None
+
     def issued_after(self, rank: int, token: Token) -> list[Token]:
         """What ``rank`` issued after ``token``, oldest first (nothing if it never issued it)."""
         at = self._records(token).get(rank)

@@ -30,16 +30,50 @@ def full_size(groups: list[ProcessGroup]) -> int:
 
 
 def lone_waiting(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame) -> list[ProcessGroup]:
+    """Inferred groups that must have a member no dump shows: another member, which must
+    exist, can only be a rank without one (see :func:`_one_dump_waits` and
+    :func:`_gloo_all_wait`)."""
+    return _one_dump_waits(index, cells, entries) or _gloo_all_wait(index, cells, entries)
+
+
+def _one_dump_waits(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame) -> list[ProcessGroup]:
     """Inferred groups whose one known member waits in a collective there, where that rank
-    wrote the only dump: another member, which must exist, can only be a rank without one.
-    Only where the dump holds the rank's whole record (its ring buffer never wrapped):
-    otherwise the group's past may have rolled out."""
+    wrote the only dump. Only where the dump holds the rank's whole record (its ring buffer
+    never wrapped): otherwise the group's past may have rolled out."""
     ranks = cells[s.RANK].unique()
     if len(ranks) != 1 or not _whole_records(entries):
         return []
     lone = {k for k, g in index.groups.items() if g.membership_source == Membership.INFERRED and len(g.ranks) == 1}
     waiting = set(cells.loc[~cells[DONE].to_numpy(dtype=bool), s.PG_KEY].astype(str))
     return [index.groups[k] for k in sorted(lone & waiting) if index.groups[k].name != "0"]
+
+
+def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame) -> list[ProcessGroup]:
+    """Inferred gloo groups whose every known member issued the group's newest collective,
+    alike, and one or more wait in it. gloo runs a collective on the CPU: once every member
+    has entered it with the same op, sizes and dtypes, it completes, and where some got out of it and another did not, they got out
+    with an error (a peer's connection closed). Either way the group has a member the
+    entries do not show. Where every dumped rank is a member of a group of that
+    description, no dumped rank is that member: it wrote no dump."""
+    names = entries[s.PROFILING_NAME].astype("category").cat.categories
+    if not len(names) or not all(str(n).startswith("gloo:") for n in names):
+        return []
+    have_dump = {int(r) for r in cells[s.RANK].unique()}
+    members_of: dict[str, set[int]] = defaultdict(set)
+    for g in index.groups.values():
+        members_of[g.desc].update(g.ranks)
+    newest = cells.sort_values(s.SEQ).groupby([s.PG_KEY, s.RANK], observed=True).tail(1)
+    found = []
+    for key, part in newest.groupby(s.PG_KEY, observed=True):
+        g = index.groups.get(str(key))
+        if g is None or g.membership_source != Membership.INFERRED or g.name == "0" or not g.desc:
+            continue
+        if g.desc == DEFAULT_PG_DESC or not have_dump <= members_of[g.desc] or len(part) != len(g.ranks) < 2:
+            continue
+        agree = all(part[c].astype(str).nunique() == 1 for c in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES))
+        if agree and part[s.SEQ].nunique() == 1 and not part[DONE].to_numpy(dtype=bool).all():
+            found.append(g)
+    return found
 
 
 def _whole_records(entries: pd.DataFrame) -> bool:
@@ -93,5 +127,5 @@ def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int],
     for g in lone:
         taken = {r for other in by_desc.get(g.desc, [g]) for r in other.ranks}
         free = [r for r in absent if r not in taken]
-        if len(g.ranks) == 1 and len(free) == 1:
+        if len(free) == 1:
             g.ranks = tuple(sorted((*g.ranks, *free)))

@@ -145,6 +145,19 @@ def _departed(f: Finding, where: str) -> str:
     )
 
 
+def _p2p_miscount(f: Finding, where: str) -> str:
+    d = f.detail
+    family, seq = d["before"]
+    fewer = d["posted"] < d["mates_posted"]
+    return (
+        f"Rank {f.rank}'s pending {f.op or 'send/recv'} in {where} is its send/recv number {d['posted']} there "
+        f"(p2p seq); {ranks_text(d['mates'])}, at its stage of the other groups, posted the same op at the same "
+        f"point (before seq {seq} of their {family.split('#')[0] or 'default'} group) as number "
+        f"{d['mates_posted']}: rank {f.rank} {'skipped' if fewer else 'added'} one"
+        + (f", and {ranks_text(f.waiters)} wait for the one it never posted." if fewer and f.waiters else ".")
+    )
+
+
 def _straggler(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} is stuck at seq {f.seq} ({f.op or 'collective'}) of {where}, which "
@@ -371,6 +384,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.LEFT_BEHIND: _left_behind,
     Kind.NO_DUMP: _no_dump,
     Kind.P2P_UNMATCHED: _p2p_unmatched,
+    Kind.P2P_MISCOUNT: _p2p_miscount,
     Kind.STALLED: _stalled,
     Kind.SIZES_DO_NOT_ADD_UP: _sizes_do_not_add_up,
     Kind.ABSENT: _absent,
