@@ -230,6 +230,8 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     elif reasons.get(WaitReason.P2P_UNMATCHED) and not reasons.get(WaitReason.NOT_ISSUED):
         # a rank that waits in nothing stopped before posting it (CPU side); one blocked further
         # on went on without it
+        e0 = min((e for e in incoming if e.reason == WaitReason.P2P_UNMATCHED), key=lambda e: (e.seq, e.waiter))
+        waiters = w.waiters_at(rank, e0.pg_key, e0.seq)
         stopped = rank not in w.blocked_ranks
         kind = Kind.P2P_UNMATCHED
         cls = FailureClass.MISSING_PARTICIPANT if stopped else FailureClass.P2P_UNMATCHED
