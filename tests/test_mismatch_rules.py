@@ -226,3 +226,43 @@ def test_calls_whose_earlier_predecessors_differ_decide_nothing() -> None:
     cells = make_cells(_microbatches({0: ("all_reduce", "grad"), 1: ("broadcast", "data")}))
     (m,) = find_mismatches(cells, program_families(cells, {"1": "tp"}))
     assert not m.decisive
+
+
+_UNIT = [("broadcast", "[[64]]", "data"), ("all_gather", "[[8]]", "gather"), ("all_reduce", "[[16]]", "reduce")]
+
+
+def _one_off(calls: dict[int, list[tuple[str, str, str]]]) -> list[dict]:
+    """A 2-rank group whose records start at seq 10 (the older ones rolled out)."""
+    rows = []
+    for r, mine in calls.items():
+        for q, (op, sizes, site) in enumerate(mine, start=10):
+            rows.append({"pg_key": "1", "rank": r, "seq": q, "op": op, "sizes": sizes, "call_site": site})
+    return rows
+
+
+def test_the_side_without_a_call_both_sides_issue_in_turn_skipped_it() -> None:
+    """From seq 10 on, rank 1 issues at each seq what rank 0 issues at the next: rank 0 has
+    one call more. That call (the batch broadcast) is one rank 1 issues too, in its turn: a
+    call of the program, so rank 1 skipped it."""
+    cells = make_cells(_one_off({0: _UNIT * 3, 1: _UNIT[1:] + _UNIT * 2}))
+    ms = find_mismatches(cells, program_families(cells, {"1": "tp"}))
+    assert (ms[0].seq, ms[0].odd_ranks, ms[0].expected, ms[0].decided_by, ms[0].shift) == (
+        10,
+        (1,),
+        "broadcast",
+        "off_by_one",
+        1,
+    )
+
+
+def test_the_side_with_a_call_of_its_own_added_it() -> None:
+    """Rank 0's one call more is a debug all_reduce rank 1 never issues: rank 0 added it."""
+    cells = make_cells(_one_off({0: [("all_reduce", "[[1]]", "debug_metric"), *_UNIT * 3], 1: _UNIT * 3}))
+    ms = find_mismatches(cells, program_families(cells, {"1": "tp"}))
+    assert (ms[0].seq, ms[0].odd_ranks, ms[0].expected, ms[0].decided_by, ms[0].shift) == (
+        10,
+        (0,),
+        "broadcast",
+        "off_by_one",
+        -1,
+    )

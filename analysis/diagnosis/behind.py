@@ -14,6 +14,7 @@ group than the rank is enough.
 from __future__ import annotations
 
 from .. import schema as s
+from ..model.groups import ProcessGroup
 from ..model.order import ProgramOrder
 from ..types import FailureClass
 from .analysis import Analysis
@@ -31,15 +32,18 @@ def left_behind(a: Analysis, order: ProgramOrder, blocked_ranks: set[int], known
         mates = [r for r in g.ranks if r != rank] if g is not None else []
         if not mates:
             continue
+        where, every_member = None, False
         if all(m in heads for m in mates):
             tokens = {order.token(heads[m].pg_key, heads[m].seq) for m in mates}
-            if any(rank in order.issuers(t) for t in tokens):
-                continue
-            b = heads[mates[0]]
-            where = (b.pg_key, b.seq, b.op)
-        elif a.records_p2p and all(steps.issued(g, m) > steps.issued(g, rank) for m in mates):
+            if not any(rank in order.issuers(t) for t in tokens):
+                b = heads[mates[0]]
+                where = (b.pg_key, b.seq, b.op)
+        if where is None and a.records_p2p and (behind := _behind_everyone(a, steps, rank, g)) is not None:
+            every_member = behind.key != g.key
+            g = behind
+            mates = [r for r in g.ranks if r != rank]
             where = (g.key, steps.issued(g, rank) + 1, _op_at(a, g.key, steps.issued(g, rank) + 1))
-        else:
+        if where is None:
             continue
         found.append(
             Finding(
@@ -50,10 +54,23 @@ def left_behind(a: Analysis, order: ProgramOrder, blocked_ranks: set[int], known
                 *where,
                 waiters=tuple(mates),
                 since=NEVER,
-                detail={"step_group": g.key},
+                detail={"step_group": g.key, "every_member": every_member},
             )
         )
     return found
+
+
+def _behind_everyone(a: Analysis, steps: Steps, rank: int, step_group: ProcessGroup) -> ProcessGroup | None:
+    """The first of ``rank``'s groups (its step group first) in which every other member
+    issued more collectives than it did. Where the dumps record send/recv, a rank that waits
+    in nothing is blocked on nothing they show: its host stopped issuing on its own, and
+    that the others went on in one of its groups shows it stopped before them."""
+    groups = [step_group] + [g for g in a.levels.groups_of.get(rank, []) if g.key != step_group.key]
+    for g in groups:
+        others = [r for r in g.ranks if r != rank]
+        if others and len(g.ranks) < a.levels.world and all(steps.issued(g, m) > steps.issued(g, rank) for m in others):
+            return g
+    return None
 
 
 def _op_at(a: Analysis, key: str, seq: int) -> str | None:

@@ -19,6 +19,7 @@ from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
 from .history import history_shift, history_vote, predecessor_vote, seen_call_vote
+from .shift_vote import shift_vote
 from .usual_call import issued_elsewhere, usual_call_vote
 
 #: Ops whose sizes legitimately differ between ranks (uneven splits, root vs others).
@@ -196,6 +197,7 @@ def _odd_ones(
 ) -> Mismatch:
     ranked = Counter(values.values()).most_common()
     decided_by = "majority"
+    shift = 0
     expected: str | None = ranked[0][0]
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         # A tie: let the sibling groups at the same point of the program vote.
@@ -210,6 +212,8 @@ def _odd_ones(
         else:  # no sibling at this point of the program decides: the group's own earlier steps may
             expected = history_vote(cells, key, seq, attribute, tied)
             decided_by = "history"
+            if expected is None and (off := shift_vote(cells, key, seq, attribute, tied)):
+                (expected, shift), decided_by = off, "off_by_one"  # one side one collective off the other all along
             if expected is None:  # no earlier step at this point: one side's call never follows this one
                 expected, decided_by = predecessor_vote(cells, key, seq, attribute, tied), "predecessor"
             if expected is None:  # only one side's call was ever run
@@ -221,4 +225,5 @@ def _odd_ones(
         odd = tuple(sorted(values))
     else:
         odd = tuple(sorted(r for r, v in values.items() if v != expected))
-    return Mismatch(key, seq, attribute, failure_class, odd, expected, {r: values[r] for r in odd}, decided_by)
+    found = {r: values[r] for r in odd}
+    return Mismatch(key, seq, attribute, failure_class, odd, expected, found, decided_by, shift)

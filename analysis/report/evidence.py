@@ -51,6 +51,7 @@ def _mismatch(f: Finding, where: str) -> str:
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
         "shift": "the other side",
+        "off_by_one": "the other side (one collective off it from here on, in a call both sides issue in turn)",
         "seen": "the group as a whole, in the same call at an earlier seq (never in the other),",
         "usual": "the program elsewhere (the same call, issued together at other seqs; never the other)",
         "counts": "the side that issued as many of the group's collectives as its level peers did",
@@ -184,8 +185,9 @@ def _not_issued(f: Finding, where: str) -> str:
 
 def _left_behind(f: Finding, where: str) -> str:
     return (
-        f"Rank {f.rank} waits in no collective, while {ranks_text(f.waiters)}, the ranks it moves in step with, "
-        f"went on to seq {f.seq} ({f.op or 'collective'}) of {where} and the like, which rank {f.rank} never "
+        f"Rank {f.rank} waits in no collective, while {ranks_text(f.waiters)}, "
+        + ("the other members of that group" if f.detail.get("every_member") else "the ranks it moves in step with")
+        + f", went on to seq {f.seq} ({f.op or 'collective'}) of {where} and the like, which rank {f.rank} never "
         "issued: it stopped on its own (CPU side: compute, data loading, a lock)."
     )
 
