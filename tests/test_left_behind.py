@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import analysis
 from nccl_sets import coll, write_set
+
+import analysis
 
 
 def tp(name: str, ranks: list[int], seq: int, state: str = "completed") -> dict:
