@@ -10,6 +10,8 @@ it holds where the dumps keep only pending entries, or a small ring buffer.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+
 from ..model.order import ProgramOrder, Token
 from .analysis import Analysis
 
@@ -20,9 +22,12 @@ MIN_VOTERS = 2
 class CountsAt:
     """Counts per family at the time a rank issued a collective, compared with its program-mates'."""
 
-    def __init__(self, a: Analysis, order: ProgramOrder) -> None:
+    def __init__(
+        self, a: Analysis, order: ProgramOrder, stage_of: Callable[[int], Hashable | None] = lambda rank: None
+    ) -> None:
         self.a, self.order = a, order
         self.family_of = a.families.family_of
+        self.stage_of = stage_of
 
     def count_at(self, rank: int, token: Token, family: str) -> int | None:
         """How many of ``family``'s collectives ``rank`` had issued when it issued ``token``
@@ -46,6 +51,9 @@ class CountsAt:
         counts = {self.count_at(m, token, family) for m in voters}
         if len(voters) < MIN_VOTERS or len(counts) != 1 or None in counts:
             return None
+        stage = self.stage_of(rank) if rank is not None else None
+        if stage is not None and not any(self.stage_of(m) == stage for m in voters):
+            return None  # a family may issue more per step at one stage than at another
         return counts.pop()
 
     def _met_in(self, rank: int, family: str) -> set[int]:

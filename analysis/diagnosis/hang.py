@@ -75,7 +75,7 @@ class _Waits:
 
     def counts_at(self, order: ProgramOrder) -> CountsAt:
         if self._counts_at is None:
-            self._counts_at = CountsAt(self.a, order)
+            self._counts_at = CountsAt(self.a, order, self.routines.stage_of)
         return self._counts_at
 
     def p2p_counts(self, order: ProgramOrder) -> P2PCounts:
@@ -120,7 +120,8 @@ def _skipped(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
         if e.reason != WaitReason.NOT_ISSUED:
             continue
         waiters = w.waiters_at(rank, e.pg_key, e.seq)
-        went_to = order.skipped_to(rank, order.token(e.pg_key, e.seq), set(waiters)) or w.counts_at(order).went_past(
+        token, voters = order.token(e.pg_key, e.seq), w.routines.program_ranks(rank)
+        went_to = order.skipped_to(rank, token, set(waiters), voters) or w.counts_at(order).went_past(
             rank, e.pg_key, e.seq, w.routines.same_program(rank)
         )
         if went_to is not None:

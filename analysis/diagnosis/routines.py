@@ -25,8 +25,9 @@ class Routines:
         self._routines: dict[int, Routine | None] = {}
         self._departures: dict[int, list[Departure]] = {}
         self._stage: dict[int, set[tuple[str, int]]] = {}
+        piped = {g.desc or g.key for g in a.groups.groups.values() if g.has_p2p}  # descriptions send/recvs run in
         for g in a.groups.groups.values():
-            if g.has_p2p and 2 <= len(g.ranks) < a.levels.world:
+            if (g.desc or g.key) in piped and 2 <= len(g.ranks) < a.levels.world:
                 for position, r in enumerate(g.ranks):
                     self._stage.setdefault(r, set()).add((g.desc or g.key, position))
 
@@ -52,6 +53,19 @@ class Routines:
         same = [r for r in sorted(program) if r != rank and program[r] == mine]
         same.sort(key=lambda r: self._stage.get(r) != stage)
         return same[:SAME_PROGRAM_SAMPLE]
+
+    def stage_of(self, rank: int) -> frozenset[tuple[str, int]] | None:
+        """``rank``'s place in each pipeline group that records send/recvs (None if in none)."""
+        stage = self._stage.get(rank)
+        return frozenset(stage) if stage else None
+
+    def program_ranks(self, rank: int) -> set[int]:
+        """Every rank that runs ``rank``'s program at its stage, ``rank`` too: where a family's
+        seq stands in the program differs between stages (the stages' tensor-parallel groups
+        issue different numbers of collectives per step)."""
+        program = self.steps.program
+        mine, stage = program.get(rank), self._stage.get(rank)
+        return {r for r, p in program.items() if p == mine and self._stage.get(r) == stage} | {rank}
 
     def own_departures(self, rank: int, also: list[int] = ()) -> list[Departure]:
         """``rank``'s departures that neither ``also`` nor a few ranks of its program share, oldest first."""

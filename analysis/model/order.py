@@ -67,13 +67,23 @@ class ProgramOrder:
     def issuers(self, token: Token) -> set[int]:
         return set(self._records(token))
 
-    def before(self, first: Token, second: Token, leave_out: set[int] | frozenset[int] = frozenset()) -> int:
+    def before(
+        self,
+        first: Token,
+        second: Token,
+        leave_out: set[int] | frozenset[int] = frozenset(),
+        only: set[int] | frozenset[int] | None = None,
+    ) -> int:
         """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if
-        unknown; the ranks ``leave_out`` do not vote."""
+        unknown; the ranks ``leave_out`` do not vote, nor, where ``only`` is given, any other."""
         a, b = self._record_array(first), self._record_array(second)
         both = (a != _NOT_ISSUED) & (b != _NOT_ISSUED)
         if leave_out:
             both[[r for r in leave_out if r < len(both)]] = False
+        if only is not None:
+            keep = np.zeros(len(both), dtype=bool)
+            keep[[r for r in only if r < len(both)]] = True
+            both &= keep
         votes = int(np.count_nonzero(a[both] < b[both])) * 2 - int(np.count_nonzero(both))
         return (votes > 0) - (votes < 0)
 
@@ -141,8 +151,15 @@ class ProgramOrder:
                 return other
         return None
 
-    def skipped_to(self, rank: int, missing: Token, waiters: set[int] | frozenset[int] = frozenset()) -> Token | None:
-        """A collective ``rank`` issued that the program runs after ``missing``, if any.
+    def skipped_to(
+        self,
+        rank: int,
+        missing: Token,
+        waiters: set[int] | frozenset[int] = frozenset(),
+        voters: set[int] | frozenset[int] | None = None,
+    ) -> Token | None:
+        """A collective ``rank`` issued that the program runs after ``missing``, if any; only
+        ``voters`` (the ranks of its program, where given) say what the program runs.
 
         ``waiters`` are the ranks blocked at ``missing``: what they issued before it comes
         before it in their program, so it cannot show that ``rank`` went past ``missing`` (a
@@ -152,12 +169,12 @@ class ProgramOrder:
         """
         at = self._records(missing)
         for token in self.recent(rank):
-            if token == missing or self.before(missing, token) <= 0:
+            if token == missing or self.before(missing, token, only=voters) <= 0:
                 continue
             theirs = self._records(token)
             if any(w in theirs and (w not in at or theirs[w] < at[w]) for w in waiters):
                 continue
-            if any(w in theirs for w in waiters) and self.before(missing, token, leave_out=waiters) <= 0:
+            if any(w in theirs for w in waiters) and self.before(missing, token, waiters, voters) <= 0:
                 continue
             return token
         return None
