@@ -27,6 +27,7 @@ from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
 from .p2p_counts import P2PCounts
+from .record_alignment import RecordAlignment
 from .routines import SAME_PROGRAM_SAMPLE, Routines
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 
@@ -77,6 +78,10 @@ class _Waits:
         if self._counts_at is None:
             self._counts_at = CountsAt(self.a, order, self.routines.stage_of)
         return self._counts_at
+
+    @functools.cached_property
+    def alignment(self) -> RecordAlignment:
+        return RecordAlignment(self.a)
 
     def p2p_counts(self, order: ProgramOrder) -> P2PCounts:
         if self._p2p_counts is None:
@@ -410,6 +415,27 @@ def _posted_off_count(w: _Waits, order: ProgramOrder, rank: int) -> Finding | No
     return None
 
 
+def _misaligned(w: _Waits, comp: list[int]) -> dict[int, Finding]:
+    """Members of a cycle a record short of another member of their program and stage, or a
+    record of their own long (see :mod:`.record_alignment`): they skipped, or added, that
+    collective or send/recv."""
+    found: dict[int, Finding] = {}
+    for i, one in enumerate(comp):
+        stage = w.routines.program_ranks(one)
+        for other in comp[i + 1 :]:
+            if other not in stage or (m := w.alignment.compare(one, other)) is None:
+                continue
+            rank = m.long if m.added else m.short
+            waiters = tuple(sorted({e.waiter for e in w.into.get(rank, [])}))
+            cls = FailureClass.P2P_UNMATCHED if m.is_p2p and not m.added else FailureClass.DESYNC
+            detail = {"long": m.long, "short": m.short, "record_id": m.record_id, "added": m.added}
+            found[rank] = Finding(
+                Kind.RECORD_SHORT, Role.SUSPECT, (rank,), cls, m.pg_key, m.seq, m.op, waiters, NEVER, detail
+            )
+            break
+    return found
+
+
 def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict[int, Finding | None]) -> bool:
     """Whether ``rank`` is a cause only because ranks that went past a collective, or added
     one, wait on it: they wait where their peers have not arrived, as a consequence of their
@@ -440,6 +466,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     """Findings for one root component of the wait-for graph, and notes."""
     if len(comp) == 1 and _held_by_stall(w, comp[0]):
         return [], []
+    misaligned = _misaligned(w, comp) if 1 < len(comp) <= MAX_COUNTED else {}
+    if misaligned and len(misaligned) < len(comp):  # a record short of a rank of its program and stage
+        return list(misaligned.values()), []
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
     odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
@@ -454,6 +483,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     skips = {r: f for r in comp if (f := _skipped(w, order, r))} if len(comp) > 1 else {}
     if skips and len(skips) < len(comp):  # program order shows who went past one the others wait in
         return list(skips.values()), []
+    miscounted = {r: f for r in comp if (f := _posted_off_count(w, order, r))} if len(comp) > 1 else {}
+    if miscounted and len(miscounted) < len(comp):  # posted another number of send/recvs than its stage
+        return list(miscounted.values()), []
     ahead = w.a.levels.ahead(comp) if 1 < len(comp) <= MAX_COUNTED else {}
     if ahead:  # issued more than its level peers, the rest level with theirs: it went ahead
         return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(ahead.items())], []
@@ -464,9 +496,6 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
     if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
         return list(placed.values()), []
-    miscounted = {r: f for r in comp if (f := _posted_off_count(w, order, r))} if len(comp) > 1 else {}
-    if miscounted and len(miscounted) < len(comp):  # posted another number of send/recvs than its stage
-        return list(miscounted.values()), []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

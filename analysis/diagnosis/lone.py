@@ -18,6 +18,7 @@ from ..model.order import ProgramOrder, Token
 from .analysis import Analysis
 from .desync import departed_finding, extra_finding
 from .findings import Finding, Role
+from .record_alignment import RecordAlignment
 from .routines import Routines
 
 
@@ -25,6 +26,7 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
     """Ranks blocked in a collective only they issued, which departs from their routine."""
     blocked = {b.rank for b in a.graph.blocked}
     routines: Routines | None = None
+    alignment: RecordAlignment | None = None
     found = []
     for b in a.graph.blocked:
         if b.queued or b.is_p2p or order.issuers(order.token(b.pg_key, b.seq)) != {b.rank}:
@@ -32,6 +34,9 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
         if _issued_in_siblings(a, b.pg_key, b.seq):
             continue  # the program's: its sibling groups issued that seq (their records of it are gone)
         routines = routines or Routines(a, blocked)
+        alignment = alignment or RecordAlignment(a)
+        if _a_mate_skipped(routines, alignment, b.rank):
+            continue  # a rank of its program and stage is a record short: it skipped one, this one is the program's
         own = [d for d in routines.own_departures(b.rank) if (d.pg_key, d.seq) == (b.pg_key, b.seq)]
         peers = [p for p in a.groups.groups[b.pg_key].ranks if p != b.rank]
         token = order.token(b.pg_key, b.seq)
@@ -46,6 +51,13 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
         # every rank added one the others did not issue: no rank's program is left to judge by
         return [replace(f, role=Role.POSSIBLE, detail={**f.detail, "every_rank": True}) for f in found]
     return found
+
+
+def _a_mate_skipped(routines: Routines, alignment: RecordAlignment, rank: int, most: int = 4) -> bool:
+    """Whether a rank of ``rank``'s program and stage (of the first ``most``) is a record short
+    of it where the record it lacks is a call of the program (see :mod:`.record_alignment`)."""
+    mates = sorted(routines.program_ranks(rank) - {rank})[:most]
+    return any((m := alignment.compare(rank, mate)) is not None and m.long == rank and not m.added for mate in mates)
 
 
 def _lone_before_window(a: Analysis, order: ProgramOrder, routines: Routines, named: set[int]) -> list[Finding]:

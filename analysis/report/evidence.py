@@ -159,6 +159,18 @@ def _p2p_miscount(f: Finding, where: str) -> str:
     )
 
 
+def _record_short(f: Finding, where: str) -> str:
+    d = f.detail
+    what = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    head = (
+        f"From record {d['record_id']} on, rank {d['short']} holds at each record number what rank {d['long']}, "
+        f"of its program and stage, holds at the next: rank {d['long']}'s record {d['record_id']} is {what}"
+    )
+    if d["added"]:
+        return head + f", a call rank {d['short']} never issues: rank {f.rank} added it."
+    return head + f", a call rank {d['short']} issues too, later: rank {f.rank} skipped it."
+
+
 def _straggler(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} is stuck at seq {f.seq} ({f.op or 'collective'}) of {where}, which "
@@ -387,6 +399,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.NO_DUMP: _no_dump,
     Kind.P2P_UNMATCHED: _p2p_unmatched,
     Kind.P2P_MISCOUNT: _p2p_miscount,
+    Kind.RECORD_SHORT: _record_short,
     Kind.STALLED: _stalled,
     Kind.SIZES_DO_NOT_ADD_UP: _sizes_do_not_add_up,
     Kind.ABSENT: _absent,

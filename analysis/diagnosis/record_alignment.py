@@ -1,0 +1,90 @@
+"""Two ranks of one program, record by record: the one a record short skipped it.
+
+Flight Recorder numbers each process's records (``record_id``), collectives and
+send/recvs of every group alike. Ranks at one stage of one program issue the same calls
+in the same order, so their records hold the same call at the same number. Where two
+such ranks' records agree up to one number and differ from the next on, and one's records
+from there are the other's from the next number, one has a record the other lacks. An added collective
+comes from a call of its own (a debug metric, a stray barrier); a call the other rank
+also issues later is a call of the program, so the rank without it skipped it. This
+shows a skip inside a run of like collectives, where the seqs of the group alone cannot
+(the skipped all_reduce looks like the next one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import schema as s
+from .analysis import Analysis
+
+MIN_SHIFTED = 3
+"""Later records that must show the shift, every one of them, before it decides."""
+
+Call = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Misaligned:
+    """``short`` lacks the record ``long`` holds at ``record_id``: it skipped it, or, where
+    ``added``, ``long`` added it."""
+
+    short: int
+    long: int
+    record_id: int
+    pg_key: str
+    seq: int
+    op: str
+    is_p2p: bool
+    added: bool
+
+
+class RecordAlignment:
+    """Each rank's records as calls by number, compared pairwise on demand."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self._calls: dict[int, dict[int, Call]] = {}
+        self._where: dict[int, dict[int, tuple[str, int, str, bool]]] = {}
+
+    def _records(self, rank: int) -> dict[int, Call]:
+        if rank not in self._calls:
+            a = self.a
+            e = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
+            family_of, key_of = a.families.family_of, a.groups.key_of
+            calls: dict[int, Call] = {}
+            where: dict[int, tuple[str, int, str, bool]] = {}
+            cols = [s.RECORD_ID, s.PG_NAME, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE, s.IS_P2P]
+            seqs = np.where(
+                e[s.IS_P2P].fillna(False).to_numpy(dtype=bool),
+                e[s.P2P_SEQ].fillna(-1).to_numpy(dtype=np.int64),
+                e[s.SEQ].fillna(-1).to_numpy(dtype=np.int64),
+            )
+            for (rid, name, op, sizes, dtypes, site, p2p), seq in zip(e[cols].itertuples(index=False), seqs):
+                if rid is None or rid != rid:
+                    continue
+                key = key_of.get((rank, str(name)), str(name))
+                calls[int(rid)] = (family_of.get(key, key), str(op), str(sizes), str(dtypes), str(site))
+                where[int(rid)] = (key, int(seq), str(op), bool(p2p))
+            self._calls[rank], self._where[rank] = calls, where
+        return self._calls[rank]
+
+    def compare(self, one: int, other: int) -> Misaligned | None:
+        """Where ``one`` and ``other`` (ranks of one program at one stage) stop holding the
+        same call at the same record number and one is a record short from there on."""
+        a, b = self._records(one), self._records(other)
+        common = sorted(set(a) & set(b))
+        first = next((r for r in common if a[r] != b[r]), None)
+        if first is None or first - 1 not in a or first - 1 not in b:
+            return None  # no record just before, held alike by both: the divergence may lie before it
+        found = []
+        for long, short, mine, theirs in ((one, other, a, b), (other, one, b, a)):
+            shifted = [r for r in theirs if r >= first and r + 1 in mine]
+            if len(shifted) >= MIN_SHIFTED and all(theirs[r] == mine[r + 1] for r in shifted):
+                call = mine[first]
+                again = any(c == call for r, c in theirs.items() if r >= first)
+                key, seq, op, p2p = self._where[long][first]
+                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=not again))
+        return found[0] if len(found) == 1 else None
