@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .. import schema as s
 from .analysis import Analysis
@@ -63,7 +64,7 @@ class RecordAlignment:
                 e[s.SEQ].fillna(-1).to_numpy(dtype=np.int64),
             )
             for (rid, name, op, sizes, dtypes, site, p2p), seq in zip(e[cols].itertuples(index=False), seqs):
-                if rid is None or rid != rid:
+                if pd.isna(rid):
                     continue
                 key = key_of.get((rank, str(name)), str(name))
                 calls[int(rid)] = (family_of.get(key, key), str(op), str(sizes), str(dtypes), str(site))
