@@ -36,3 +36,17 @@ def test_the_default_groups_status_is_read_where_no_entry_of_it_is_left() -> Non
     assert not (a.cells[s.PG_KEY] == "0").any()
     assert (a.progress[("0", 0)].enqueued, a.progress[("0", 0)].completed) == (1, -1)
     assert all(a.progress[("0", r)].enqueued == -1 for r in range(1, 8))
+
+
+def test_a_rank_whose_status_lists_no_default_group_issued_none_of_it() -> None:
+    """Real gloo dumps (JSON): rank 14 skipped its last data-parallel all_reduce and went on
+    to the checkpoint barrier on the default group; ranks 12, 13 and 15, still at the
+    all_reduce, never issued a collective on the default group, so neither their entries
+    nor their pg_status list it. torch makes the default group first in every process
+    (id 0) and lists a group in pg_status from its first collective on: they issued none
+    of it yet, a count of nothing, not an unknown one."""
+    case = Path(__file__).parent / "regressions" / "skip_collective-262198"
+    a = run_analysis(load(case, use_cache=False, workers=1))
+    default = next(k for k, g in a.groups.groups.items() if g.desc == "default_pg")
+    assert all(a.progress[(default, r)].enqueued == -1 for r in (12, 13, 15))
+    assert a.progress[(default, 14)].enqueued == 1

@@ -5,8 +5,9 @@ send/recvs of every group alike. Ranks at one stage of one program issue the sam
 in the same order, so their records hold the same call at the same number. Where two
 such ranks' records agree up to one number and differ from the next on, and one's records
 from there are the other's from the next number, one has a record the other lacks. An added collective
-comes from a call of its own (a debug metric, a stray barrier); a call the other rank
-also issues later is a call of the program, so the rank without it skipped it. This
+comes from a call of its own (a debug metric, a stray barrier): issued once, by that rank
+alone. A call the other rank issues too, in any of its records, is a call of the program,
+so the rank without it skipped it. Where neither shows, nothing is decided. This
 shows a skip inside a run of like collectives, where the seqs of the group alone cannot
 (the skipped all_reduce looks like the next one).
 """
@@ -85,7 +86,10 @@ class RecordAlignment:
             shifted = [r for r in theirs if r >= first and r + 1 in mine]
             if len(shifted) >= MIN_SHIFTED and all(theirs[r] == mine[r + 1] for r in shifted):
                 call = mine[first]
-                again = any(c == call for r, c in theirs.items() if r >= first)
+                shared = call in theirs.values()  # the short rank issues it too: the program's
+                own = list(mine.values()).count(call) == 1  # issued once, by the long rank alone
+                if shared == own:
+                    continue  # neither shows: no decision
                 key, seq, op, p2p = self._where[long][first]
-                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=not again))
+                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own))
         return found[0] if len(found) == 1 else None

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import schema as s
 from ..tables.rowkeys import first_rows, group_ids
 from ..types import DumpSet
-from .groups import GroupIndex
+from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex
 
 ENQUEUED = "enqueued"
 COMPLETED = "completed"
@@ -105,13 +105,27 @@ def compute_progress(
         )
 
     have_dump = set(dumps.ranks)
+    status_ids: dict[int, set[str]] = {}
+    for rank, pg_id in zip(columns[0], columns[1]):
+        status_ids.setdefault(rank, set()).add(pg_id)
     result: dict[tuple[str, int], Progress] = {}
     for key, group in index.groups.items():
+        default = group.name == DEFAULT_PG_ID or group.desc == DEFAULT_PG_DESC
         for rank in group.ranks:
             if rank not in have_dump:
                 continue
             k = (key, rank)
             enq = lo = first_pending = completed = started = None
+            if (
+                default
+                and k not in member
+                and k not in status
+                and DEFAULT_PG_ID not in status_ids.get(rank, {DEFAULT_PG_ID})
+            ):
+                # every process makes the default group first (id 0), and pg_status lists a
+                # group from its first collective on: a rank whose status lists others but
+                # not id 0 issued none of its collectives yet
+                enq = completed = -1
             if k in member:
                 enq, lo, pending_lo, done_hi = member[k]
                 if pending_lo is not None:
