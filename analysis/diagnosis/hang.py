@@ -312,10 +312,17 @@ def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
             if key not in within:
                 rt = w.routine(e.blocker)
                 within[key] = within_step(rt, (family_of.get(e.pg_key, e.pg_key), e.op or "")) if rt else None
-            if within[key] is not False:
+            if within[key] or (within[key] is None and _issued_any(w, e.blocker, e.pg_key)):
                 continue  # explained, or the history cannot tell: no cause on this wait's strength
         causes.setdefault(e.blocker, []).append(e)
     return causes
+
+
+def _issued_any(w: _Waits, rank: int, key: str) -> bool:
+    """Whether ``rank`` issued any collective of group ``key`` (where it never did, its routine
+    cannot say where the group's collectives fall in its step: as with no record of it)."""
+    p = w.a.progress.get((key, rank))
+    return p is None or p.enqueued is None or p.enqueued >= 0
 
 
 def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge], comp: list[int]) -> Finding | None:
@@ -415,24 +422,40 @@ def _posted_off_count(w: _Waits, order: ProgramOrder, rank: int) -> Finding | No
     return None
 
 
+MATES_ALIGNED = 4
+"""Ranks of a cycle member's program and stage its records are compared with, at most."""
+
+
 def _misaligned(w: _Waits, comp: list[int]) -> dict[int, Finding]:
-    """Members of a cycle a record short of another member of their program and stage, or a
-    record of their own long (see :mod:`.record_alignment`): they skipped, or added, that
-    collective or send/recv."""
+    """Members of a cycle whose records are shifted by one against those of the ranks of
+    their program and stage (see :mod:`.record_alignment`): against two or more of them,
+    all alike and none aligned with it, the member is the odd one (a record long: it added
+    one; short: it skipped one); against its one such rank, the call decides."""
     found: dict[int, Finding] = {}
-    for i, one in enumerate(comp):
-        stage = w.routines.program_ranks(one)
-        for other in comp[i + 1 :]:
-            if other not in stage or (m := w.alignment.compare(one, other)) is None:
+    for rank in comp:
+        mates = sorted(w.routines.program_ranks(rank) - {rank})[:MATES_ALIGNED]
+        if len(mates) == 1:
+            m = w.alignment.compare(rank, mates[0])
+            if m is None or (m.long if m.added else m.short) != rank:
                 continue
-            rank = m.long if m.added else m.short
-            waiters = tuple(sorted({e.waiter for e in w.into.get(rank, [])}))
-            cls = FailureClass.P2P_UNMATCHED if m.is_p2p and not m.added else FailureClass.DESYNC
-            detail = {"long": m.long, "short": m.short, "record_id": m.record_id, "added": m.added}
-            found[rank] = Finding(
-                Kind.RECORD_SHORT, Role.SUSPECT, (rank,), cls, m.pg_key, m.seq, m.op, waiters, NEVER, detail
-            )
-            break
+        elif len(mates) >= 2:
+            shifts = [w.alignment.shifted(rank, mate) for mate in mates]
+            sides = {m.long == rank for m in shifts if m is not None}
+            decided = [m for m in shifts if m is not None]
+            if len(decided) < 2 or len(sides) != 1 or any(w.alignment.aligned(rank, mate) for mate in mates):
+                continue
+            m = replace(decided[0], added=decided[0].long == rank)
+            against = tuple(x.short if x.long == rank else x.long for x in decided)
+        else:
+            continue
+        waiters = tuple(sorted({e.waiter for e in w.into.get(rank, [])}))
+        cls = FailureClass.P2P_UNMATCHED if m.is_p2p and not m.added else FailureClass.DESYNC
+        detail = {"long": m.long, "short": m.short, "record_id": m.record_id, "added": m.added}
+        if len(mates) >= 2:
+            detail["against"] = against
+        found[rank] = Finding(
+            Kind.RECORD_SHORT, Role.SUSPECT, (rank,), cls, m.pg_key, m.seq, m.op, waiters, NEVER, detail
+        )
     return found
 
 

@@ -73,9 +73,26 @@ class RecordAlignment:
             self._calls[rank], self._where[rank] = calls, where
         return self._calls[rank]
 
+    def aligned(self, one: int, other: int) -> bool:
+        """Whether ``one`` and ``other`` hold the same call at every record number both hold
+        (``MIN_SHIFTED`` or more of them)."""
+        a, b = self._records(one), self._records(other)
+        common = set(a) & set(b)
+        return len(common) >= MIN_SHIFTED and all(a[r] == b[r] for r in common)
+
+    def shifted(self, one: int, other: int) -> Misaligned | None:
+        """Where ``one`` and ``other`` stop holding the same call at the same record number and
+        one is a record short from there on, with no judgment of which left the program
+        (``added``: whether ``long`` is the one with the extra record, always True here)."""
+        return self._compare(one, other, judge=False)
+
     def compare(self, one: int, other: int) -> Misaligned | None:
         """Where ``one`` and ``other`` (ranks of one program at one stage) stop holding the
-        same call at the same record number and one is a record short from there on."""
+        same call at the same record number and one is a record short from there on, judged
+        by the call (see the module)."""
+        return self._compare(one, other, judge=True)
+
+    def _compare(self, one: int, other: int, judge: bool) -> Misaligned | None:
         a, b = self._records(one), self._records(other)
         common = sorted(set(a) & set(b))
         first = next((r for r in common if a[r] != b[r]), None)
@@ -88,8 +105,8 @@ class RecordAlignment:
                 call = mine[first]
                 shared = call in theirs.values()  # the short rank issues it too: the program's
                 own = list(mine.values()).count(call) == 1  # issued once, by the long rank alone
-                if shared == own:
+                if judge and shared == own:
                     continue  # neither shows: no decision
                 key, seq, op, p2p = self._where[long][first]
-                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own))
+                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own or not judge))
         return found[0] if len(found) == 1 else None

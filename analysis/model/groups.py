@@ -103,6 +103,7 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     index = GroupIndex()
     index.groups, index.key_of = _config_groups(dumps.configs)
     names = _names_in_entries(dumps.entries, index)
+    _fill_descs(index, names)
     _resolve_status_ids(dumps.status, index, names)
     for name, ranks in names.inferred.items():
         if name in index.groups:  # config lists the name but not these ranks: keep the config
@@ -116,9 +117,16 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     p2p_names = set(map(str, dumps.entries.loc[flag(dumps.entries[s.IS_P2P]), s.PG_NAME].unique()))
     for g in index.groups.values():
         g.has_p2p = g.name in p2p_names
-        if not g.desc:  # some writers leave pg_config's desc empty; the entries carry it
-            g.desc = names.desc_of.get(g.name, "")
+    _fill_descs(index, names)
     return index
+
+
+def _fill_descs(index: GroupIndex, names: _EntryNames) -> None:
+    """Some writers leave pg_config's desc empty; the entries carry it (any rank's: a
+    group's name and description are the same on every rank)."""
+    for g in index.groups.values():
+        if not g.desc:
+            g.desc = names.desc_of.get(g.name, "")
 
 
 @dataclass
@@ -188,7 +196,8 @@ def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNa
             # entries already name that group's id (only-active dumps leave few entries)
             if len(candidates) == 1 and (rank, candidates[0]) not in own_ids:
                 index.status_key_of[(rank, pg_id)] = candidates[0]
-        elif (
+                continue
+        if (
             pg_id == DEFAULT_PG_ID
             and len(default := groups_with_desc.get((rank, DEFAULT_PG_DESC), [])) == 1
             and (rank, default[0]) not in own_ids

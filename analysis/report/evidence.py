@@ -162,6 +162,14 @@ def _p2p_miscount(f: Finding, where: str) -> str:
 def _record_short(f: Finding, where: str) -> str:
     d = f.detail
     what = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    if "against" in d:
+        lead = "ahead of" if d["added"] else "behind"
+        return (
+            f"From record {d['record_id']} on, rank {f.rank}'s records stand one {lead} those of "
+            f"{ranks_text(d['against'])}, of its program and stage, which agree with each other: rank "
+            f"{d['long']}'s record {d['record_id']} is {what}, which rank {f.rank} "
+            + ("added." if d["added"] else "skipped.")
+        )
     head = (
         f"From record {d['record_id']} on, rank {d['short']} holds at each record number what rank {d['long']}, "
         f"of its program and stage, holds at the next: rank {d['long']}'s record {d['record_id']} is {what}"
