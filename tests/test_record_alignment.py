@@ -65,3 +65,17 @@ def test_a_record_of_a_call_of_its_own_was_added(tmp_path: Path) -> None:
 def test_ranks_that_hold_the_same_records_are_aligned(tmp_path: Path) -> None:
     program = _step_calls() * 4
     assert _align(tmp_path, program, program) is None
+
+
+def test_shifted_and_aligned_judge_nothing_about_the_call(tmp_path: Path) -> None:
+    """``shifted`` says only who holds the extra record (a stage of several ranks decides
+    by which rank is odd, not by the call); ``aligned`` holds for records alike."""
+    program = _step_calls() * 4
+    skipped = program[:3] + program[4:]
+    write_set(tmp_path, {0: _records(0, program), 1: _records(1, skipped)})
+    a = run_analysis(load(tmp_path, use_cache=False, workers=1))
+    alignment = RecordAlignment(a)
+    m = alignment.shifted(1, 0)
+    assert m is not None and (m.long, m.short, m.added) == (0, 1, True)
+    assert not alignment.aligned(0, 1)
+    assert alignment.aligned(0, 0)
