@@ -55,10 +55,9 @@ class ProgramOrder:
     def _history(self, rank: int) -> list[tuple[int, Token]]:
         if rank not in self._ranks:
             hit = np.flatnonzero(self._rank == rank)
-            self._ranks[rank] = sorted(
-                (int(r), (self._desc_names[d], int(q)))
-                for r, d, q in zip(self._rid[hit], self._desc[hit], self._seq[hit])
-            )
+            hit = hit[np.lexsort((self._seq[hit], self._desc[hit], self._rid[hit]))]
+            names = [self._desc_names[d] for d in self._desc[hit].tolist()]
+            self._ranks[rank] = list(zip(self._rid[hit].tolist(), zip(names, self._seq[hit].tolist())))
         return self._ranks[rank]
 
     def token(self, pg_key: str, seq: int) -> Token:
