@@ -27,7 +27,7 @@ from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
 from .p2p_counts import P2PCounts
-from .record_alignment import RecordAlignment
+from .record_alignment import RecordAlignment, odd_ranks
 from .routines import SAME_PROGRAM_SAMPLE, Routines
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 
@@ -422,37 +422,16 @@ def _posted_off_count(w: _Waits, order: ProgramOrder, rank: int) -> Finding | No
     return None
 
 
-MATES_ALIGNED = 4
-"""Ranks of a cycle member's program and stage its records are compared with, at most."""
-
-
 def _misaligned(w: _Waits, comp: list[int]) -> dict[int, Finding]:
-    """Members of a cycle whose records are shifted by one against those of the ranks of
-    their program and stage (see :mod:`.record_alignment`): against two or more of them,
-    all alike and none aligned with it, the member is the odd one (a record long: it added
-    one; short: it skipped one); against its one such rank, the call decides."""
+    """Members of a cycle a record short of, or long against, the ranks of their program and
+    stage (see :mod:`.record_alignment`): they skipped, or added, that collective or send/recv."""
     found: dict[int, Finding] = {}
-    for rank in comp:
-        mates = sorted(w.routines.program_ranks(rank) - {rank})[:MATES_ALIGNED]
-        if len(mates) == 1:
-            m = w.alignment.compare(rank, mates[0])
-            if m is None or (m.long if m.added else m.short) != rank:
-                continue
-        elif len(mates) >= 2:
-            shifts = [w.alignment.shifted(rank, mate) for mate in mates]
-            sides = {m.long == rank for m in shifts if m is not None}
-            decided = [m for m in shifts if m is not None]
-            if len(decided) < 2 or len(sides) != 1 or any(w.alignment.aligned(rank, mate) for mate in mates):
-                continue
-            m = replace(decided[0], added=decided[0].long == rank)
-            against = tuple(x.short if x.long == rank else x.long for x in decided)
-        else:
-            continue
+    for rank, m in odd_ranks(w.alignment, comp, w.routines.program_ranks).items():
         waiters = tuple(sorted({e.waiter for e in w.into.get(rank, [])}))
         cls = FailureClass.P2P_UNMATCHED if m.is_p2p and not m.added else FailureClass.DESYNC
         detail = {"long": m.long, "short": m.short, "record_id": m.record_id, "added": m.added}
-        if len(mates) >= 2:
-            detail["against"] = against
+        if m.against:
+            detail["against"] = m.against
         found[rank] = Finding(
             Kind.RECORD_SHORT, Role.SUSPECT, (rank,), cls, m.pg_key, m.seq, m.op, waiters, NEVER, detail
         )

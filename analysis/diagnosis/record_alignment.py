@@ -14,7 +14,8 @@ shows a skip inside a run of like collectives, where the seqs of the group alone
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,14 @@ class Misaligned:
     op: str
     is_p2p: bool
     added: bool
+    against: tuple[int, ...] = ()
+    """The ranks of its stage, agreeing with each other, it was found odd against (none:
+    judged by the call, against its one such rank)."""
+
+    @property
+    def rank(self) -> int:
+        """The rank that left its program: the one with the extra record if added, else the short one."""
+        return self.long if self.added else self.short
 
 
 class RecordAlignment:
@@ -110,3 +119,32 @@ class RecordAlignment:
                 key, seq, op, p2p = self._where[long][first]
                 found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own or not judge))
         return found[0] if len(found) == 1 else None
+
+
+MATES_COMPARED = 4
+"""Ranks of a rank's program and stage its records are compared with, at most."""
+
+
+def odd_ranks(
+    alignment: RecordAlignment, ranks: Iterable[int], stage_mates: Callable[[int], set[int]]
+) -> dict[int, Misaligned]:
+    """Those of ``ranks`` whose records are shifted by one against those of the ranks of
+    their program and stage (``stage_mates``): against two or more of them, all alike and
+    none aligned with it, the rank is the odd one (a record long: it added one; short: it
+    skipped one); against its one such rank, the call decides."""
+    found: dict[int, Misaligned] = {}
+    for rank in ranks:
+        mates = sorted(stage_mates(rank) - {rank})[:MATES_COMPARED]
+        if len(mates) == 1:
+            m = alignment.compare(rank, mates[0])
+            if m is not None and m.rank == rank:
+                found[rank] = m
+            continue
+        decided = [m for mate in mates if (m := alignment.shifted(rank, mate)) is not None]
+        if len(decided) < 2 or len({m.long == rank for m in decided}) != 1:
+            continue
+        if any(alignment.aligned(rank, mate) for mate in mates):
+            continue
+        against = tuple(m.short if m.long == rank else m.long for m in decided)
+        found[rank] = replace(decided[0], added=decided[0].long == rank, against=against)
+    return found
