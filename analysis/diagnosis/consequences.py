@@ -75,16 +75,31 @@ class Steps:
 
     def stopped_together(self, rank: int, causes: set[int]) -> bool:
         """``rank`` stopped at the same point as every step-mate, none waiting in a collective,
-        and a pipeline peer (where the dumps name them) is stuck or waiting."""
-        g = self.step_group(rank)
-        if g is None or not set(g.ranks) <= self.silent:
-            return False
-        if len({self.issued(g, r) for r in g.ranks}) != 1:
-            return False
-        if self.behind_its_mates(rank, g):
-            return False
+        and a pipeline peer (where the dumps name them) is stuck or waiting. Where two groups
+        are as busy as its step group, the mates of either will do: which of them the rank
+        moves in step with, the counts do not say."""
         peers = self.pipeline_peers(rank)
-        return not peers or any(p in causes or p not in self.silent for p in peers)
+        if peers and not any(p in causes or p not in self.silent for p in peers):
+            return False
+        for g in self.step_groups(rank):
+            level = set(g.ranks) <= self.silent and len({self.issued(g, r) for r in g.ranks}) == 1
+            if level and not self.behind_its_mates(rank, g):
+                return True
+        return False
+
+    def step_groups(self, rank: int) -> list[ProcessGroup]:
+        """The step group (see ``step_group``) and any other group as busy."""
+        g = self.step_group(rank)
+        if g is None:
+            return []
+        mine = self.program.get(rank)
+        return [g] + [
+            h
+            for h in self.groups_of[rank]
+            if h.key != g.key
+            and self.issued(h, rank) == self.issued(g, rank)
+            and all(self.program.get(r) == mine for r in h.ranks)
+        ]
 
     def behind_its_mates(self, rank: int, g: ProcessGroup) -> bool:
         """Every step-mate in ``g`` issued more of another group's collectives (in its own group
