@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from ..model.families import Families, rank_programs
+from ..model.families import Families, Stage, rank_programs, rank_stages
 from ..model.groups import GroupIndex, ProcessGroup
 from ..model.progress import Progress
 from ..types import FailureClass
@@ -38,6 +38,11 @@ class LevelCounts:
         self.world = world
         """Every rank of the job (the dumps', the missing ones', the largest group's)."""
         self.program = rank_programs(index.groups.values(), world, families.family_of, self._carries)
+        self.stage = rank_stages(index.groups.values(), self._carries)
+        """Each rank's place in the pipeline (see :func:`.families.rank_stages`)."""
+        self.recorded_stage = rank_stages(index.groups.values(), self._carries, quiet=False)
+        """The same, only where send/recvs are recorded: who votes on the program's order and
+        counts is narrowed to a stage only on that evidence."""
         self.groups_of: dict[int, list[ProcessGroup]] = {}
         for g in index.groups.values():
             for r in g.ranks:
@@ -45,7 +50,7 @@ class LevelCounts:
         self._offsets: dict[tuple[str, int], int | None] = {}
         self._level: dict[str, bool] = {}
         self._peers: dict[tuple[str, str, frozenset[str] | None], tuple[Counter, dict[str, Counter]]] = {}
-        self._by_program: dict[tuple[frozenset[str], str], Counter] = {}
+        self._by_program: dict[tuple[frozenset[str], Stage | None, str], Counter] = {}
 
     def _issued(self, key: str, rank: int) -> int | None:
         p = self.progress.get((key, rank))
@@ -225,7 +230,7 @@ class LevelCounts:
             count = self._issued(g.key, rank)
             if not g.desc or count is None:
                 continue
-            others = self._program_counts(mine, g.desc) - Counter({count: 1})
+            others = self._program_counts(mine, self.stage.get(rank), g.desc) - Counter({count: 1})
             if len(others) != 1:
                 continue  # the program's other ranks disagree in this description (or there are none)
             (usual,) = others
@@ -237,20 +242,20 @@ class LevelCounts:
         return key, diffs[key]
 
     def program_mates(self, rank: int, others: set[int]) -> set[int]:
-        """Those of ``others`` that run ``rank``'s program."""
-        mine = self.program.get(rank)
-        return {r for r in others if r != rank and mine and self.program.get(r) == mine}
+        """Those of ``others`` that run ``rank``'s program at its stage."""
+        mine, stage = self.program.get(rank), self.stage.get(rank)
+        return {r for r in others if r != rank and mine and self.program.get(r) == mine and self.stage.get(r) == stage}
 
-    def _program_counts(self, program: frozenset[str], desc: str) -> Counter:
-        """How many ranks of ``program`` issued each count in their group of ``desc``."""
-        if (program, desc) not in self._by_program:
+    def _program_counts(self, program: frozenset[str], stage: Stage | None, desc: str) -> Counter:
+        """How many ranks of ``program`` at ``stage`` issued each count in their group of ``desc``."""
+        if (program, stage, desc) not in self._by_program:
             counts: Counter = Counter()
             for r, p in self.program.items():
-                k = self._group_with_desc(r, desc) if p == program else None
+                k = self._group_with_desc(r, desc) if p == program and self.stage.get(r) == stage else None
                 if k is not None and (c := self._issued(k, r)) is not None:
                     counts[c] += 1
-            self._by_program[(program, desc)] = counts
-        return self._by_program[(program, desc)]
+            self._by_program[(program, stage, desc)] = counts
+        return self._by_program[(program, stage, desc)]
 
     def decide(self, mismatches: list[Mismatch]) -> list[Mismatch]:
         """Undecided ties where exactly one side issued the count its level peers did; a

@@ -8,6 +8,7 @@ only this rank made is an added or a skipped collective.
 
 from __future__ import annotations
 
+from ..model.families import Stage
 from ..model.routine import Departure, Routine, departures, routine
 from .analysis import Analysis
 from .consequences import Steps
@@ -24,12 +25,7 @@ class Routines:
         self.steps = Steps(a, blocked_ranks)
         self._routines: dict[int, Routine | None] = {}
         self._departures: dict[int, list[Departure]] = {}
-        self._stage: dict[int, set[tuple[str, int]]] = {}
-        piped = {g.desc or g.key for g in a.groups.groups.values() if g.has_p2p}  # descriptions send/recvs run in
-        for g in a.groups.groups.values():
-            if (g.desc or g.key) in piped and 2 <= len(g.ranks) < a.levels.world:
-                for position, r in enumerate(g.ranks):
-                    self._stage.setdefault(r, set()).add((g.desc or g.key, position))
+        self._stage = a.levels.recorded_stage
 
     def routine(self, rank: int) -> Routine | None:
         if rank not in self._routines:
@@ -54,10 +50,9 @@ class Routines:
         same.sort(key=lambda r: self._stage.get(r) != stage)
         return same[:SAME_PROGRAM_SAMPLE]
 
-    def stage_of(self, rank: int) -> frozenset[tuple[str, int]] | None:
-        """``rank``'s place in each pipeline group that records send/recvs (None if in none)."""
-        stage = self._stage.get(rank)
-        return frozenset(stage) if stage else None
+    def stage_of(self, rank: int) -> Stage | None:
+        """``rank``'s place in the pipeline (None where no group shows it)."""
+        return self._stage.get(rank) or None
 
     def program_ranks(self, rank: int) -> set[int]:
         """Every rank that runs ``rank``'s program at its stage, ``rank`` too: where a family's

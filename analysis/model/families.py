@@ -21,7 +21,8 @@ import pandas as pd
 from .. import schema as s
 from ..opnames import is_exchange
 from ..tables.rowkeys import group_ids
-from .groups import ProcessGroup
+from ..types import Membership
+from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, ProcessGroup
 
 SIGNATURE_SEQS = 64
 """The newest common seqs compared: enough to tell pipeline stages apart."""
@@ -126,3 +127,32 @@ def rank_programs(
             for r in g.ranks:
                 program[r] |= {family_of.get(g.key, g.key)} if busy else set()
     return {r: frozenset(f) for r, f in program.items()}
+
+
+Stage = frozenset[tuple[str, int, int]]
+"""A rank's place in the pipeline: (group description, group size, its position in the
+group) per pipeline group."""
+
+
+def rank_stages(
+    groups: Iterable[ProcessGroup], carries: Callable[[ProcessGroup], bool], quiet: bool = True
+) -> dict[int, Stage]:
+    """Each rank's stage: its position in each group (but the default one) of a description
+    send/recvs run in (NCCL records them), or, where no group records any and ``quiet``, in
+    each group pg_config lists that carries no recorded collective at all (the pipeline
+    groups, where gloo records nothing; a reading of the configuration, not of recorded
+    traffic). Ranks at two stages run two programs, however alike their groups look: the
+    first and last stages issue more collectives per step than the others."""
+    groups = [g for g in groups if len(g.ranks) >= 2 and g.name != DEFAULT_PG_ID and g.desc != DEFAULT_PG_DESC]
+    piped = {(g.desc, len(g.ranks)) for g in groups if g.has_p2p}
+    if piped:
+        chosen = [g for g in groups if (g.desc, len(g.ranks)) in piped]
+    elif quiet:
+        chosen = [g for g in groups if g.membership_source == Membership.PG_CONFIG and not carries(g)]
+    else:
+        chosen = []
+    stage: dict[int, set[tuple[str, int, int]]] = defaultdict(set)
+    for g in chosen:  # a group without a description is known by its size (its siblings share it)
+        for position, r in enumerate(g.ranks):
+            stage[r].add((g.desc, len(g.ranks), position))
+    return {r: frozenset(p) for r, p in stage.items()}
