@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from analysis.diagnosis.level_counts import ISSUED, LevelCounts
 from analysis.diagnosis.waitfor import WaitEdge, WaitReason
-from analysis.model.families import Families
+from analysis.model.families import Families, rank_stages
 from analysis.model.groups import GroupIndex, ProcessGroup
 from analysis.model.progress import Progress
 from analysis.types import FailureClass, Membership
@@ -106,3 +106,30 @@ def test_a_group_every_member_got_through_is_no_witness() -> None:
             for r in ranks:
                 levels.progress[(key, r)] = Progress(4, 4, 4, None, 0)
     assert levels.offset("tp0", 1) is None
+
+
+def _pipelines(has_p2p: bool) -> list[ProcessGroup]:
+    """Two 2-stage pipelines (0->2, 1->3) listed without a description, tensor-parallel pairs."""
+    config = Membership.PG_CONFIG
+    return [
+        ProcessGroup("0", "0", "default_pg", (0, 1, 2, 3), config),
+        ProcessGroup("5", "5", "", (0, 2), config, has_p2p),
+        ProcessGroup("6", "6", "", (1, 3), config, has_p2p),
+        ProcessGroup("7", "7", "TENSOR_MODEL_PARALLEL_GROUP", (0, 1), config),
+        ProcessGroup("8", "8", "TENSOR_MODEL_PARALLEL_GROUP", (2, 3), config),
+    ]
+
+
+def test_a_ranks_stage_is_its_place_in_the_groups_send_recvs_run_in() -> None:
+    stages = rank_stages(_pipelines(has_p2p=True), carries=lambda g: g.key in ("0", "7", "8"))
+    assert stages[0] == stages[1] != stages[2] == stages[3]
+
+
+def test_without_recorded_send_recvs_the_quiet_listed_groups_place_a_rank() -> None:
+    """gloo records no send/recv: the groups pg_config lists that carry no collective are the
+    pipelines; only where asked (``quiet``), and never the default group."""
+    groups = _pipelines(has_p2p=False)
+    carries = lambda g: g.key in ("0", "7", "8")
+    stages = rank_stages(groups, carries)
+    assert stages[0] == stages[1] != stages[2] == stages[3]
+    assert rank_stages(groups, carries, quiet=False) == {}
