@@ -240,29 +240,21 @@ def _one_off(calls: dict[int, list[tuple[str, str, str]]]) -> list[dict]:
     return rows
 
 
+def _first_decision(calls: dict[int, list[tuple[str, str, str]]]) -> tuple:
+    """The first mismatch of the group: seq, odd ranks, expected value, what decided, shift."""
+    cells = make_cells(_one_off(calls))
+    m = find_mismatches(cells, program_families(cells, {"1": "tp"}))[0]
+    return (m.seq, m.odd_ranks, m.expected, m.decided_by, m.shift)
+
+
 def test_the_side_without_a_call_both_sides_issue_in_turn_skipped_it() -> None:
     """From seq 10 on, rank 1 issues at each seq what rank 0 issues at the next: rank 0 has
     one call more. That call (the batch broadcast) is one rank 1 issues too, in its turn: a
     call of the program, so rank 1 skipped it."""
-    cells = make_cells(_one_off({0: _UNIT * 3, 1: _UNIT[1:] + _UNIT * 2}))
-    ms = find_mismatches(cells, program_families(cells, {"1": "tp"}))
-    assert (ms[0].seq, ms[0].odd_ranks, ms[0].expected, ms[0].decided_by, ms[0].shift) == (
-        10,
-        (1,),
-        "broadcast",
-        "off_by_one",
-        1,
-    )
+    assert _first_decision({0: _UNIT * 3, 1: _UNIT[1:] + _UNIT * 2}) == (10, (1,), "broadcast", "off_by_one", 1)
 
 
 def test_the_side_with_a_call_of_its_own_added_it() -> None:
     """Rank 0's one call more is a debug all_reduce rank 1 never issues: rank 0 added it."""
-    cells = make_cells(_one_off({0: [("all_reduce", "[[1]]", "debug_metric"), *_UNIT * 3], 1: _UNIT * 3}))
-    ms = find_mismatches(cells, program_families(cells, {"1": "tp"}))
-    assert (ms[0].seq, ms[0].odd_ranks, ms[0].expected, ms[0].decided_by, ms[0].shift) == (
-        10,
-        (0,),
-        "broadcast",
-        "off_by_one",
-        -1,
-    )
+    calls = {0: [("all_reduce", "[[1]]", "debug_metric"), *_UNIT * 3], 1: _UNIT * 3}
+    assert _first_decision(calls) == (10, (0,), "broadcast", "off_by_one", -1)

@@ -18,6 +18,8 @@ from .. import schema as s
 
 _NOT_ISSUED = np.iinfo(np.int64).min
 
+Ranks = set[int] | frozenset[int]
+
 Token = tuple[str, int]
 """(program family, collective seq): the same program point in every group of the family
 (sibling groups whose history matches, see :mod:`.families`)."""
@@ -66,13 +68,7 @@ class ProgramOrder:
     def issuers(self, token: Token) -> set[int]:
         return set(self._records(token))
 
-    def before(
-        self,
-        first: Token,
-        second: Token,
-        leave_out: set[int] | frozenset[int] = frozenset(),
-        only: set[int] | frozenset[int] | None = None,
-    ) -> int:
+    def before(self, first: Token, second: Token, leave_out: Ranks = frozenset(), only: Ranks | None = None) -> int:
         """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if
         unknown; the ranks ``leave_out`` do not vote, nor, where ``only`` is given, any other."""
         a, b = self._record_array(first), self._record_array(second)
@@ -151,11 +147,7 @@ class ProgramOrder:
         return None
 
     def skipped_to(
-        self,
-        rank: int,
-        missing: Token,
-        waiters: set[int] | frozenset[int] = frozenset(),
-        voters: set[int] | frozenset[int] | None = None,
+        self, rank: int, missing: Token, waiters: Ranks = frozenset(), voters: Ranks | None = None
     ) -> Token | None:
         """A collective ``rank`` issued that the program runs after ``missing``, if any; only
         ``voters`` (the ranks of its program, where given) say what the program runs.
