@@ -128,7 +128,7 @@ def test_without_call_sites_the_period_of_the_history_finds_the_same_point() -> 
 
 
 def test_a_tie_at_the_first_step_stays_undecided() -> None:
-    cells = make_cells(_steps(1, {"sizes": "[[0]]"}))
+    cells = make_cells(_steps(1, {"sizes": "[[2]]"}))
     (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
     assert not m.decisive
 
@@ -258,3 +258,17 @@ def test_the_side_with_a_call_of_its_own_added_it() -> None:
     """Rank 0's one call more is a debug all_reduce rank 1 never issues: rank 0 added it."""
     calls = {0: [("all_reduce", "[[1]]", "debug_metric"), *_UNIT * 3], 1: _UNIT * 3}
     assert _first_decision(calls) == (10, (0,), "broadcast", "off_by_one", -1)
+
+
+def test_of_two_sizes_the_one_that_moves_nothing_is_odd() -> None:
+    """A 2-rank group's first recorded collective: rank 0 passes an empty tensor. No earlier
+    step and no sibling decide, but a program does not issue a collective to move nothing."""
+    rows = [{"pg_key": "1", "rank": r, "seq": 5, "sizes": size} for r, size in ((0, "[[0]]"), (1, "[[1]]"))]
+    (m,) = find_mismatches(make_cells(rows), program_families(make_cells(rows), {"1": "mp"}))
+    assert (m.odd_ranks, m.expected, m.decided_by) == ((0,), "[[1]]", "non_empty")
+
+
+def test_two_sizes_that_both_move_something_stay_tied() -> None:
+    rows = [{"pg_key": "1", "rank": r, "seq": 5, "sizes": size} for r, size in ((0, "[[2]]"), (1, "[[1]]"))]
+    (m,) = find_mismatches(make_cells(rows), program_families(make_cells(rows), {"1": "mp"}))
+    assert not m.decisive

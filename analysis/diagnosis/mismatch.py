@@ -8,6 +8,8 @@ vote instead.
 
 from __future__ import annotations
 
+import json
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -186,6 +188,26 @@ def _shift_of(entry: dict[tuple[int, int], tuple[str, ...]], odd: set[int], seq:
     return 0
 
 
+def _non_empty(tied: list[str]) -> str | None:
+    """The one ``tied`` sizes value that moves any elements, where the other moves none: a
+    program does not issue a collective to move nothing (an empty tensor is a bug upstream)."""
+    counts = [_elements(v) for v in tied]
+    if len(tied) != 2 or None in counts or sorted(c > 0 for c in counts) != [False, True]:
+        return None
+    return tied[counts.index(max(counts))]
+
+
+def _elements(sizes: str) -> int | None:
+    """How many elements the tensors of a sizes value hold (None if it is not a list of shapes)."""
+    try:
+        shapes = json.loads(sizes)
+    except ValueError:
+        return None
+    if not isinstance(shapes, list) or not shapes or not all(isinstance(x, list) for x in shapes):
+        return None
+    return sum(math.prod(int(d) for d in shape) for shape in shapes)
+
+
 def _odd_ones(
     key: str,
     seq: int,
@@ -212,6 +234,8 @@ def _odd_ones(
         else:  # no sibling at this point of the program decides: the group's own earlier steps may
             expected = history_vote(cells, key, seq, attribute, tied)
             decided_by = "history"
+            if expected is None and attribute == s.INPUT_SIZES:  # a call that moves nothing is no call of the program
+                expected, decided_by = _non_empty(tied), "non_empty"
             if expected is None and (off := shift_vote(cells, key, seq, attribute, tied)):
                 (expected, shift), decided_by = off, "off_by_one"  # one side one collective off the other all along
             if expected is None:  # no earlier step at this point: one side's call never follows this one

@@ -51,6 +51,7 @@ def _mismatch(f: Finding, where: str) -> str:
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
         "shift": "the other side",
+        "non_empty": "the other side (a collective that moves nothing is no call of the program)",
         "off_by_one": "the other side (one collective off it from here on, in a call both sides issue in turn)",
         "seen": "the group as a whole, in the same call at an earlier seq (never in the other),",
         "usual": "the program elsewhere (the same call, issued together at other seqs; never the other)",
