@@ -438,6 +438,20 @@ def _misaligned(w: _Waits, comp: list[int]) -> dict[int, Finding]:
     return found
 
 
+def _issued_before(w: _Waits, f: Finding) -> bool:
+    """Whether the call ``f`` holds pending (op, sizes, dtypes and a known call site) was
+    issued at an earlier seq of its group: a call of the program, not one of its own (an
+    added collective, a debug metric, comes from a call of its own)."""
+    c = w.a.cells
+    group = c.loc[(c[s.PG_KEY] == f.pg_key).to_numpy()]
+    cols = [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE]
+    mine = group.loc[(group[s.SEQ] == f.seq).to_numpy() & (group[s.RANK] == f.rank).to_numpy(), cols].astype(str)
+    if mine.empty or mine[s.CALL_SITE].iloc[0] in ("", "None", "nan"):
+        return False
+    earlier = group.loc[(group[s.SEQ] < f.seq).to_numpy(), cols].astype(str)
+    return bool((earlier == mine.iloc[0]).all(axis=1).any())
+
+
 def _held_by_divergent(rank: int, causes: dict[int, list[WaitEdge]], found: dict[int, Finding | None]) -> bool:
     """Whether ``rank`` is a cause only because ranks that went past a collective, or added
     one, wait on it: they wait where their peers have not arrived, as a consequence of their
@@ -511,6 +525,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
     diverged = [how.get(d.rank, d) for d in departed] or list(how.values())
     if len(comp) > 1 and len(diverged) == len(comp) and all(f.kind == Kind.EXTRA for f in diverged):
+        own = [f for f in diverged if not _issued_before(w, f)]
+        if own and len(own) < len(diverged):  # the others hold a call the program issued before
+            return own, []
         # each member added one the others never issued: no member's program is left to judge by
         undecided = [replace(f, role=Role.POSSIBLE, detail={**f.detail, "every_rank": True}) for f in diverged]
         return [], [Finding(Kind.CYCLE, Role.NOTE, tuple(comp)), *undecided]
