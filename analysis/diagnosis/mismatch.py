@@ -201,11 +201,11 @@ def _elements(sizes: str) -> int | None:
     """How many elements the tensors of a sizes value hold (None if it is not a list of shapes)."""
     try:
         shapes = json.loads(sizes)
-    except ValueError:
+        if not isinstance(shapes, list) or not shapes or not all(isinstance(x, list) for x in shapes):
+            return None
+        return sum(math.prod(int(d) for d in shape) for shape in shapes)
+    except (ValueError, TypeError, RecursionError):  # not sizes a writer of ours gives: no count
         return None
-    if not isinstance(shapes, list) or not shapes or not all(isinstance(x, list) for x in shapes):
-        return None
-    return sum(math.prod(int(d) for d in shape) for shape in shapes)
 
 
 def _odd_ones(
