@@ -25,6 +25,7 @@ from .counts_at import CountsAt
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
+from .history import call_text
 from .minority import cycle_minority
 from .p2p_counts import P2PCounts
 from .record_alignment import RecordAlignment, odd_ranks
@@ -444,11 +445,11 @@ def _issued_before(w: _Waits, f: Finding) -> bool:
     added collective, a debug metric, comes from a call of its own)."""
     c = w.a.cells
     group = c.loc[(c[s.PG_KEY] == f.pg_key).to_numpy()]
-    cols = [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE]
-    mine = group.loc[(group[s.SEQ] == f.seq).to_numpy() & (group[s.RANK] == f.rank).to_numpy(), cols].astype(str)
+    whole = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
+    mine = call_text(group.loc[(group[s.SEQ] == f.seq).to_numpy() & (group[s.RANK] == f.rank).to_numpy()], whole)
     if mine.empty or mine[s.CALL_SITE].iloc[0] in ("", "None", "nan"):
         return False
-    earlier = group.loc[(group[s.SEQ] < f.seq).to_numpy(), cols].astype(str)
+    earlier = call_text(group.loc[(group[s.SEQ] < f.seq).to_numpy()], whole)
     return bool((earlier == mine.iloc[0]).all(axis=1).any())
 
 

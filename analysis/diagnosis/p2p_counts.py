@@ -13,7 +13,7 @@ pending entries, or a small ring buffer.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import bisect
 from dataclasses import dataclass
 
 import pandas as pd
@@ -51,28 +51,36 @@ class P2PCount:
     """The collective that follows it in every one of their programs."""
 
 
+MATES_COMPARED = 16
+"""Ranks at a rank's stage of sibling groups whose send/recvs are compared with its own, at most."""
+
+
 class P2PCounts:
-    """Each rank's recorded send/recvs, and where each stands in its program."""
+    """Each rank's recorded send/recvs (read on first use), and where each stands in its program."""
 
     def __init__(self, a: Analysis, order: ProgramOrder) -> None:
         self.a, self.order = a, order
-        self.by_rank: dict[int, list[P2PRecord]] = defaultdict(list)
-        e = a.dumps.entries
-        rows = e.loc[flag(e[s.IS_P2P]), [s.RANK, s.PG_NAME, s.OP, s.PROFILING_NAME, s.P2P_SEQ, s.RECORD_ID]]
-        if rows.empty:
-            return
-        src, dst = peer_ranks(rows[s.PROFILING_NAME])
-        for rank, name, op, a_src, a_dst, seq, rid in zip(
-            rows[s.RANK], rows[s.PG_NAME], rows[s.OP], src, dst, rows[s.P2P_SEQ], rows[s.RECORD_ID]
-        ):
-            if pd.isna(a_src) or pd.isna(a_dst) or pd.isna(seq) or pd.isna(rid) or str(op) not in ("send", "recv"):
-                continue
-            me, peer = (a_src, a_dst) if op == "send" else (a_dst, a_src)
-            key = a.groups.key_of.get((int(rank), str(name)), str(name))
-            record = P2PRecord(int(rank), key, str(op), int(peer) - int(me), int(seq), int(rid))
-            self.by_rank[int(rank)].append(record)
-        for records in self.by_rank.values():
-            records.sort(key=lambda r: r.record_id)
+        self._by_rank: dict[int, list[P2PRecord]] = {}
+
+    def records(self, rank: int) -> list[P2PRecord]:
+        """``rank``'s send/recvs, oldest first."""
+        if rank not in self._by_rank:
+            a = self.a
+            e = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
+            rows = e.loc[flag(e[s.IS_P2P]), [s.PG_NAME, s.OP, s.PROFILING_NAME, s.P2P_SEQ, s.RECORD_ID]]
+            found = []
+            if not rows.empty:
+                src, dst = peer_ranks(rows[s.PROFILING_NAME])
+                for name, op, a_src, a_dst, seq, rid in zip(
+                    rows[s.PG_NAME], rows[s.OP], src, dst, rows[s.P2P_SEQ], rows[s.RECORD_ID]
+                ):
+                    if any(pd.isna(x) for x in (a_src, a_dst, seq, rid)) or str(op) not in ("send", "recv"):
+                        continue
+                    me, peer = (a_src, a_dst) if op == "send" else (a_dst, a_src)
+                    key = a.groups.key_of.get((rank, str(name)), str(name))
+                    found.append(P2PRecord(rank, key, str(op), int(peer) - int(me), int(seq), int(rid)))
+            self._by_rank[rank] = sorted(found, key=lambda r: r.record_id)
+        return self._by_rank[rank]
 
     def _point(self, record: P2PRecord) -> tuple[Token, int] | None:
         """The collective ``record``'s rank issued next, and how many ops like it (same
@@ -81,13 +89,11 @@ class P2PCounts:
         if after is None:
             return None
         rid, token = after
-        alike = [
-            r
-            for r in self.by_rank[record.rank]
-            if record.record_id < r.record_id < rid
-            and (r.pg_key, r.op, r.step) == (record.pg_key, record.op, record.step)
-        ]
-        return token, len(alike)
+        records = self.records(record.rank)  # oldest first: those between are one slice
+        first = bisect.bisect_right(records, record.record_id, key=lambda r: r.record_id)
+        last = bisect.bisect_left(records, rid, key=lambda r: r.record_id)
+        kind = (record.pg_key, record.op, record.step)
+        return token, sum(1 for r in records[first:last] if (r.pg_key, r.op, r.step) == kind)
 
     def _stage_mates(self, record: P2PRecord) -> dict[int, str]:
         """The rank at ``record``'s stage in each other group of its description, with that group."""
@@ -96,11 +102,9 @@ class P2PCounts:
         if mine is None or not mine.desc or record.rank not in mine.ranks:
             return {}
         stage = mine.ranks.index(record.rank)
-        return {
-            g.ranks[stage]: g.key
-            for g in groups.values()
-            if g.key != mine.key and g.desc == mine.desc and len(g.ranks) == len(mine.ranks)
-        }
+        siblings = [g for g in groups.values() if g.key != mine.key and g.desc == mine.desc]
+        same = sorted((g for g in siblings if len(g.ranks) == len(mine.ranks)), key=lambda g: g.ranks[stage])
+        return {g.ranks[stage]: g.key for g in same[:MATES_COMPARED]}
 
     def off_count(self, record: P2PRecord) -> P2PCount | None:
         """Where ``record``'s rank had posted another number of its group's send/recvs than
@@ -111,7 +115,7 @@ class P2PCounts:
             return None
         theirs: dict[int, int] = {}
         for mate, key in self._stage_mates(record).items():
-            for r in self.by_rank.get(mate, []):
+            for r in self.records(mate):
                 if (r.op, r.step, r.pg_key) == (record.op, record.step, key) and self._point(r) == point:
                     theirs[mate] = r.seq
         counts = set(theirs.values())
@@ -121,5 +125,5 @@ class P2PCounts:
 
     def pending_off_count(self, rank: int, pg_key: str, seq: int) -> P2PCount | None:
         """``off_count`` for the send/recv ``rank`` waits in at (``pg_key``, p2p ``seq``)."""
-        record = next((r for r in self.by_rank.get(rank, []) if (r.pg_key, r.seq) == (pg_key, seq)), None)
+        record = next((r for r in self.records(rank) if (r.pg_key, r.seq) == (pg_key, seq)), None)
         return self.off_count(record) if record is not None else None
