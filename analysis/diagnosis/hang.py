@@ -447,7 +447,8 @@ def _issued_before(w: _Waits, f: Finding) -> bool:
     group = c.loc[(c[s.PG_KEY] == f.pg_key).to_numpy()]
     whole = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
     mine = call_text(group.loc[(group[s.SEQ] == f.seq).to_numpy() & (group[s.RANK] == f.rank).to_numpy()], whole)
-    if mine.empty or mine[s.CALL_SITE].iloc[0] in ("", "None", "nan"):
+    site = mine[s.CALL_SITE].iloc[0] if not mine.empty else None
+    if not isinstance(site, str) or site in ("", "None", "nan"):  # no call site: no call of its own to tell
         return False
     earlier = call_text(group.loc[(group[s.SEQ] < f.seq).to_numpy()], whole)
     return bool((earlier == mine.iloc[0]).all(axis=1).any())

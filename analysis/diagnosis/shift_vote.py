@@ -43,7 +43,7 @@ def _of_the_program(mine: dict[int, Call], theirs: dict[int, Call], seq: int) ->
     if call is None:
         return None
     site = call[-1]
-    if site not in ("", "None", "nan"):
+    if isinstance(site, str) and site not in ("", "None", "nan"):  # a dump without stacks has none
         return any(c[-1] == site for c in theirs.values()) or any(c[-1] == site for q, c in mine.items() if q != seq)
     return True if any(c == call for q, c in theirs.items() if q > seq) else None
 
