@@ -25,7 +25,7 @@ from .counts_at import CountsAt
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
-from .history import call_text
+from .history import call_text, known_site
 from .minority import cycle_minority
 from .p2p_counts import P2PCounts
 from .record_alignment import RecordAlignment, odd_ranks
@@ -448,7 +448,7 @@ def _issued_before(w: _Waits, f: Finding) -> bool:
     whole = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
     mine = call_text(group.loc[(group[s.SEQ] == f.seq).to_numpy() & (group[s.RANK] == f.rank).to_numpy()], whole)
     site = mine[s.CALL_SITE].iloc[0] if not mine.empty else None
-    if not isinstance(site, str) or site in ("", "None", "nan"):  # no call site: no call of its own to tell
+    if not known_site(site):  # no call site: no call of its own to tell
         return False
     earlier = call_text(group.loc[(group[s.SEQ] < f.seq).to_numpy()], whole)
     return bool((earlier == mine.iloc[0]).all(axis=1).any())

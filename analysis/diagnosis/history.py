@@ -45,10 +45,16 @@ def _period(values: list[tuple[str, ...]]) -> int | None:
     return None
 
 
+def known_site(site: object) -> bool:
+    """Whether ``site`` names a call site (a dump without stacks leaves it empty: blank,
+    "None", or a missing value)."""
+    return isinstance(site, str) and site not in ("", "nan", "None")
+
+
 def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: str) -> list[int]:
     """Earlier seqs at the same program point as ``seq``."""
     site = str(current[s.CALL_SITE])
-    if attribute != s.CALL_SITE and site not in ("", "nan", "None"):
+    if attribute != s.CALL_SITE and known_site(site):
         same = agreed.loc[(agreed[s.CALL_SITE] == site) & (agreed[s.OP] == str(current[s.OP]))]
         if len(same):
             return [int(q) for q in same[s.SEQ]]

@@ -18,7 +18,7 @@ from ..model.order import ProgramOrder, Token
 from .analysis import Analysis
 from .desync import departed_finding, extra_finding
 from .findings import Finding, Role
-from .record_alignment import RecordAlignment
+from .record_alignment import MATES_COMPARED, RecordAlignment
 from .routines import Routines
 
 
@@ -53,10 +53,11 @@ def lone_departures(a: Analysis, order: ProgramOrder) -> list[Finding]:
     return found
 
 
-def _a_mate_skipped(routines: Routines, alignment: RecordAlignment, rank: int, most: int = 4) -> bool:
-    """Whether a rank of ``rank``'s program and stage (of the first ``most``) is a record short
-    of it where the record it lacks is a call of the program (see :mod:`.record_alignment`)."""
-    mates = sorted(routines.program_ranks(rank) - {rank})[:most]
+def _a_mate_skipped(routines: Routines, alignment: RecordAlignment, rank: int) -> bool:
+    """Whether a rank of ``rank``'s program and stage (of the first ``MATES_COMPARED``) is a
+    record short of it where the record it lacks is a call of the program (see
+    :mod:`.record_alignment`)."""
+    mates = sorted(routines.program_ranks(rank) - {rank})[:MATES_COMPARED]
     return any((m := alignment.compare(rank, mate)) is not None and m.long == rank and not m.added for mate in mates)
 
 

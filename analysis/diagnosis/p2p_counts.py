@@ -6,9 +6,9 @@ neighbour, as the same one of its last such ops before the same collective, they
 posted as many send/recvs of their group. A rank that had posted one fewer there skipped
 one (a send its neighbour waits for); one more, it added one. Further off, it is at
 another step: a rank that skipped or added a collective issues the program's next one
-under another seq, so the collective that follows is not the same point. The collective that follows
-and the records in between are the newest ones, so this holds where the dumps keep only
-pending entries, or a small ring buffer.
+under another seq, so the collective that follows is not the same point. The collective
+that follows and the records in between are the newest ones, so this holds where the
+dumps keep only pending entries, or a small ring buffer.
 """
 
 from __future__ import annotations

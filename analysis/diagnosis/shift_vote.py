@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import schema as s
-from .history import call_text
+from .history import call_text, known_site
 
 MIN_SHIFTED = 2
 """Later seqs that must show the shift, every one of them, before it decides (and the two
@@ -43,7 +43,7 @@ def _of_the_program(mine: dict[int, Call], theirs: dict[int, Call], seq: int) ->
     if call is None:
         return None
     site = call[-1]
-    if isinstance(site, str) and site not in ("", "None", "nan"):  # a dump without stacks has none
+    if known_site(site):
         return any(c[-1] == site for c in theirs.values()) or any(c[-1] == site for q, c in mine.items() if q != seq)
     return True if any(c == call for q, c in theirs.items() if q > seq) else None
 

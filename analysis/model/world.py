@@ -19,7 +19,7 @@ import pandas as pd
 from .. import schema as s
 from ..types import Membership
 from .cells import DONE
-from .groups import DEFAULT_PG_DESC, GroupIndex, ProcessGroup
+from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex, ProcessGroup
 
 
 def full_size(groups: list[ProcessGroup]) -> int:
@@ -51,8 +51,8 @@ def _one_dump_waits(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFram
 def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame) -> list[ProcessGroup]:
     """Inferred gloo groups whose every known member issued the group's newest collective,
     alike, and one or more wait in it. gloo runs a collective on the CPU: once every member
-    has entered it with the same op, sizes and dtypes, it completes, and where some got out of it and another did not, they got out
-    with an error (a peer's connection closed). Either way the group has a member the
+    has entered it with the same op, sizes and dtypes, it completes, and where some got out
+    of it and another did not, they got out with an error (a peer's connection closed). Either way the group has a member the
     entries do not show. Where every dumped rank is a member of a group of that
     description, no dumped rank is that member: it wrote no dump."""
     names = entries[s.PROFILING_NAME].astype("category").cat.categories
@@ -66,7 +66,7 @@ def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame
     found = []
     for key, part in newest.groupby(s.PG_KEY, observed=True):
         g = index.groups.get(str(key))
-        if g is None or g.membership_source != Membership.INFERRED or g.name == "0" or not g.desc:
+        if g is None or g.membership_source != Membership.INFERRED or g.name == DEFAULT_PG_ID or not g.desc:
             continue
         if g.desc == DEFAULT_PG_DESC or not have_dump <= members_of[g.desc] or len(part) != len(g.ranks) < 2:
             continue
@@ -109,7 +109,7 @@ def complete_inferred_groups(index: GroupIndex, world: int, have_dump: set[int],
     for g in index.groups.values():
         if g.membership_source != Membership.INFERRED:
             continue
-        if g.desc == DEFAULT_PG_DESC or g.name == "0":
+        if g.desc == DEFAULT_PG_DESC or g.name == DEFAULT_PG_ID:
             g.ranks = tuple(range(world))
     if not absent:
         return
