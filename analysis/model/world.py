@@ -68,7 +68,12 @@ def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame
         g = index.groups.get(str(key))
         if g is None or g.membership_source != Membership.INFERRED or g.name == DEFAULT_PG_ID or not g.desc:
             continue
-        if g.desc == DEFAULT_PG_DESC or not have_dump <= members_of[g.desc] or len(part) != len(g.ranks) < 2:
+        if (
+            g.desc == DEFAULT_PG_DESC
+            or not have_dump <= members_of[g.desc]
+            or len(part) != len(g.ranks)
+            or len(g.ranks) < 2
+        ):
             continue
         agree = all(part[c].astype(str).nunique() == 1 for c in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES))
         if agree and part[s.SEQ].nunique() == 1 and not part[DONE].to_numpy(dtype=bool).all():
