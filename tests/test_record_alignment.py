@@ -79,3 +79,22 @@ def test_shifted_and_aligned_judge_nothing_about_the_call(tmp_path: Path) -> Non
     assert m is not None and (m.long, m.short, m.added) == (0, 1, True)
     assert not alignment.aligned(0, 1)
     assert alignment.aligned(0, 0)
+
+
+def test_like_calls_one_seq_apart_are_not_aligned_records(tmp_path: Path) -> None:
+    """Rank 1 leaves out a send early on; only the later records are kept (an only-active
+    dump). From the first number both hold, rank 1's like all_reduces stand one seq ahead
+    of rank 0's at each number: the shift lies before what the dumps hold, and no call
+    there is the one it skipped."""
+    program = [("tp", "all_reduce")] * 3 + [("pp", "send")] + [("tp", "all_reduce")] * 8 + _step_calls() * 2
+    skipped = program[:3] + program[4:]
+    records = {0: _records(0, program), 1: _records(1, skipped)}
+    for rank, entries in records.items():
+        for i, e in enumerate(entries):
+            e["record_id"] = i
+        records[rank] = entries[6:]
+    write_set(tmp_path, records)
+    a = run_analysis(load(tmp_path, use_cache=False, workers=1))
+    alignment = RecordAlignment(a)
+    assert alignment.compare(0, 1) is None
+    assert alignment.shifted(0, 1) is None

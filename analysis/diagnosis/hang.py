@@ -313,17 +313,10 @@ def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
             if key not in within:
                 rt = w.routine(e.blocker)
                 within[key] = within_step(rt, (family_of.get(e.pg_key, e.pg_key), e.op or "")) if rt else None
-            if within[key] or (within[key] is None and _issued_any(w, e.blocker, e.pg_key)):
+            if within[key] is not False:
                 continue  # explained, or the history cannot tell: no cause on this wait's strength
         causes.setdefault(e.blocker, []).append(e)
     return causes
-
-
-def _issued_any(w: _Waits, rank: int, key: str) -> bool:
-    """Whether ``rank`` issued any collective of group ``key`` (where it never did, its routine
-    cannot say where the group's collectives fall in its step: as with no record of it)."""
-    p = w.a.progress.get((key, rank))
-    return p is None or p.enqueued is None or p.enqueued >= 0
 
 
 def _went_past(w: _Waits, order: ProgramOrder, rank: int, edges: list[WaitEdge], comp: list[int]) -> Finding | None:

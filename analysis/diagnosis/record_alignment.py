@@ -105,7 +105,7 @@ class RecordAlignment:
         a, b = self._records(one), self._records(other)
         common = sorted(set(a) & set(b))
         first = next((r for r in common if a[r] != b[r]), None)
-        if first is None or first - 1 not in a or first - 1 not in b:
+        if first is None or first - 1 not in a or first - 1 not in b or not self._same_seq(one, other, first - 1):
             return None  # no record just before, held alike by both: the divergence may lie before it
         found = []
         for long, short, mine, theirs in ((one, other, a, b), (other, one, b, a)):
@@ -119,6 +119,14 @@ class RecordAlignment:
                 key, seq, op, p2p = self._where[long][first]
                 found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own or not judge))
         return found[0] if len(found) == 1 else None
+
+    def _same_seq(self, one: int, other: int, record_id: int) -> bool:
+        """Whether the like calls ``one`` and ``other`` hold at ``record_id`` are the same
+        collective of their group (the same seq). One seq apart, like calls of a run (the
+        gradient buckets) only look alike there: the records were shifted already, before
+        the first one both dumps hold (an only-active dump holds few)."""
+        mine, theirs = self._where[one][record_id], self._where[other][record_id]
+        return mine[3] or theirs[3] or mine[1] == theirs[1]
 
 
 MATES_COMPARED = 4

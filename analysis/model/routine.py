@@ -113,5 +113,7 @@ def within_step(r: Routine, marker: tuple[str, str]) -> bool | None:
         return None
     kind = r.steps[r.head]
     per_step = [sum(1 for step in r.steps[a + 1 : b] if step == kind) for a, b in pairwise(at)]
+    if not any(per_step) and kind in r.steps[: at[0]]:
+        return None  # issued before, never between two markers: those seen recur within one step
     now = sum(1 for step in r.steps[at[-1] + 1 : r.head + 1] if step == kind)
     return now <= max(per_step)
