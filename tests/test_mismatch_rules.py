@@ -196,6 +196,26 @@ def test_a_call_only_one_rank_issued_elsewhere_does_not_vote() -> None:
     assert m.expected is None
 
 
+def test_one_rank_of_each_of_two_siblings_at_one_seq_votes() -> None:
+    """An only-active dump may hold one rank's entry of a sibling group's seq (its host issued
+    ahead of the rest): two siblings' lone ranks issuing one call at one seq is the program's."""
+    rows = _only_active_pairs({0: "all_reduce", 1: "broadcast"}, [], [])
+    rows.append({"pg_key": "2", "rank": 2, "seq": 30, "op": "all_reduce"})
+    rows.append({"pg_key": "3", "rank": 4, "seq": 30, "op": "all_reduce"})
+    cells = make_cells(rows)
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp", "3": "tp"}))
+    assert (m.odd_ranks, m.expected, m.decided_by) == ((1,), "all_reduce", "usual")
+
+
+def test_lone_ranks_of_two_siblings_at_two_seqs_do_not_vote() -> None:
+    rows = _only_active_pairs({0: "all_reduce", 1: "broadcast"}, [], [])
+    rows.append({"pg_key": "2", "rank": 2, "seq": 30, "op": "all_reduce"})
+    rows.append({"pg_key": "3", "rank": 4, "seq": 31, "op": "all_reduce"})
+    cells = make_cells(rows)
+    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp", "3": "tp"}))
+    assert m.expected is None
+
+
 def _microbatches(last: dict[int, tuple[str, str]]) -> list[dict]:
     """A 2-rank group: two microbatches of a broadcast of the batch, an embedding all_reduce
     and an all_gather, then a backward block of three all_reduces; ``last`` is what each rank

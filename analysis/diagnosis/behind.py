@@ -81,20 +81,38 @@ def _op_at(a: Analysis, key: str, seq: int) -> str | None:
 
 
 def behind_stuck_peers(
-    a: Analysis, blocked_ranks: set[int], causes: list[Finding], behind: list[Finding]
+    a: Analysis, blocked_ranks: set[int], causes: list[Finding], behind: list[Finding], named: set[int] = frozenset()
 ) -> tuple[list[Finding], list[Finding]]:
     """Of the ``behind`` findings (ranks left behind, that nobody visibly waits on), those whose
-    pipeline peer is a stuck cause that others do wait on: in gloo dumps a send/recv with it
-    is invisible, and one stuck rank is the simpler account. They stay possible causes."""
+    pipeline peer is a stuck cause that others do wait on, another cause (of ``causes``, or a
+    rank ``named`` by a mismatch or a lone collective), or is held waiting on a cause: in
+    gloo dumps a send/recv with it is invisible, and the causes already named are the simpler
+    account. They stay possible causes."""
     if a.records_p2p:
         return behind, []
     steps = Steps(a, blocked_ranks)
     stuck = {f.rank for f in causes if f.rank not in blocked_ranks and f.waiters}
+    named = {f.rank for f in causes} | set(named)
+    held = _held_by(a, blocked_ranks, named)
     kept, notes = [], []
     for f in behind:
-        peers = sorted(steps.pipeline_peers(f.rank) & stuck) if f.kind == Kind.LEFT_BEHIND else []
-        if peers:
-            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"stuck": peers[0]}))
+        peers = steps.pipeline_peers(f.rank) if f.kind == Kind.LEFT_BEHIND else set()
+        if on_stuck := sorted(peers & stuck):
+            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"stuck": on_stuck[0]}))
+        elif on_named := sorted(peers & named - {f.rank}):
+            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"named": on_named[0]}))
+        elif on_held := sorted(p for p in peers if held.get(p, f.rank) != f.rank):
+            detail = {"stuck": on_held[0], "held_by": held[on_held[0]]}
+            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail=detail))
         else:
             kept.append(f)
     return kept, notes
+
+
+def _held_by(a: Analysis, blocked_ranks: set[int], causes: set[int]) -> dict[int, int]:
+    """Blocked ranks that wait directly on one of ``causes``, each with the first it waits on."""
+    held: dict[int, int] = {}
+    for e in a.graph.edges:
+        if e.waiter in blocked_ranks and e.waiter not in causes and e.blocker in causes:
+            held.setdefault(e.waiter, e.blocker)
+    return held

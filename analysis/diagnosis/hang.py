@@ -575,6 +575,7 @@ def explain_hang(
     mismatch_since: int | None,
     mismatch_members: set[int],
     went_ahead: set[int] = frozenset(),
+    named: set[int] = frozenset(),
 ) -> HangExplanation:
     """The causes of the hang in ``a``'s wait-for graph, with what was set aside and why.
 
@@ -582,7 +583,9 @@ def explain_hang(
     ``mismatch_members`` the members of groups with one: a hang that follows a
     mismatch is read as its consequence. ``went_ahead`` are the ranks a mismatch shows
     one collective off (they skipped or added one): a rank only they wait on has simply
-    not got where they went. Where every root is a rank blocked on a
+    not got where they went. ``named`` are the ranks a mismatch or a lone collective names
+    already (a silent rank whose pipeline peer waits on one of them is behind it). Where
+    every root is a rank blocked on a
     pipeline peer, the causes lie beyond them: the graph is read again without the
     waits on them.
     """
@@ -614,7 +617,7 @@ def explain_hang(
     if mismatch_since is None:
         explained = {f.rank for f in kept} | {r for f in dropped for r in f.ranks}
         lone, lone_behind = dead_findings(a, w.blocked_ranks, left_behind(a, order, w.blocked_ranks, explained))
-        lone, behind_stuck = behind_stuck_peers(a, w.blocked_ranks, kept, lone)
+        lone, behind_stuck = behind_stuck_peers(a, w.blocked_ranks, kept, lone, named)
         lone_behind += behind_stuck
         kept, dropped = kept + lone, dropped + lone_behind  # behind a dead rank of its chain: not on its own
     return HangExplanation(tuple(kept), tuple(notes + dropped), set_aside, any(n.kind == Kind.CYCLE for n in notes))

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..model.callsites import job_call_sites
 from .analysis import Analysis
 
 MIN_SHIFTED = 3
@@ -59,6 +60,16 @@ class RecordAlignment:
         self.a = a
         self._calls: dict[int, dict[int, Call]] = {}
         self._where: dict[int, dict[int, tuple[str, int, str, bool]]] = {}
+        self._sites: dict[int, str] | None = None
+
+    def _site(self, stack_id: object, recorded: object) -> str:
+        """The call site of a record: from its stack, past the program's own helpers (see
+        ``callsites``), else as recorded."""
+        if self._sites is None:
+            stacks = self.a.dumps.stacks
+            self._sites = job_call_sites(stacks) if len(stacks) else {}
+        site = self._sites.get(int(stack_id)) if not pd.isna(stack_id) else None
+        return str(site if site is not None else recorded)
 
     def _records(self, rank: int) -> dict[int, Call]:
         if rank not in self._calls:
@@ -67,17 +78,17 @@ class RecordAlignment:
             family_of, key_of = a.families.family_of, a.groups.key_of
             calls: dict[int, Call] = {}
             where: dict[int, tuple[str, int, str, bool]] = {}
-            cols = [s.RECORD_ID, s.PG_NAME, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE, s.IS_P2P]
+            cols = [s.RECORD_ID, s.PG_NAME, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE, s.IS_P2P, s.STACK_ID]
             seqs = np.where(
                 e[s.IS_P2P].fillna(False).to_numpy(dtype=bool),
                 e[s.P2P_SEQ].fillna(-1).to_numpy(dtype=np.int64),
                 e[s.SEQ].fillna(-1).to_numpy(dtype=np.int64),
             )
-            for (rid, name, op, sizes, dtypes, site, p2p), seq in zip(e[cols].itertuples(index=False), seqs):
+            for (rid, name, op, sizes, dtypes, site, p2p, stack), seq in zip(e[cols].itertuples(index=False), seqs):
                 if pd.isna(rid):
                     continue
                 key = key_of.get((rank, str(name)), str(name))
-                calls[int(rid)] = (family_of.get(key, key), str(op), str(sizes), str(dtypes), str(site))
+                calls[int(rid)] = (family_of.get(key, key), str(op), str(sizes), str(dtypes), self._site(stack, site))
                 where[int(rid)] = (key, int(seq), str(op), bool(p2p))
             self._calls[rank], self._where[rank] = calls, where
         return self._calls[rank]
@@ -112,13 +123,26 @@ class RecordAlignment:
             shifted = [r for r in theirs if r >= first and r + 1 in mine]
             if len(shifted) >= MIN_SHIFTED and all(theirs[r] == mine[r + 1] for r in shifted):
                 call = mine[first]
-                shared = call in theirs.values()  # the short rank issues it too: the program's
-                own = list(mine.values()).count(call) == 1  # issued once, by the long rank alone
+                # the short rank, or another rank of the call's groups, issues it too: the program's
+                shared = call in theirs.values() or self._issued_by_others(long, short, first)
+                own = not shared and list(mine.values()).count(call) == 1  # issued once, by the long rank alone
                 if judge and shared == own:
                     continue  # neither shows: no decision
                 key, seq, op, p2p = self._where[long][first]
                 found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own or not judge))
         return found[0] if len(found) == 1 else None
+
+    def _issued_by_others(self, long: int, short: int, record_id: int) -> bool:
+        """Whether a rank other than ``long`` and ``short``, of the group of ``long``'s record
+        ``record_id`` or a group of its description (up to ``OTHERS_ASKED`` of them), holds
+        that call: in a small ring buffer the short rank's own records may no longer show a
+        call its program issues once a step."""
+        key = self._where[long][record_id][0]
+        groups = self.a.groups.groups
+        keys = [key, *self.a.families.same_description(key)]
+        ranks = sorted({r for k in keys if k in groups for r in groups[k].ranks} - {long, short})
+        call = self._records(long)[record_id]
+        return any(call in self._records(r).values() for r in ranks[:OTHERS_ASKED])
 
     def _same_seq(self, one: int, other: int, record_id: int) -> bool:
         """Whether the like calls ``one`` and ``other`` hold at ``record_id`` are the same
@@ -128,6 +152,9 @@ class RecordAlignment:
         mine, theirs = self._where[one][record_id], self._where[other][record_id]
         return mine[3] or theirs[3] or mine[1] == theirs[1]
 
+
+OTHERS_ASKED = 16
+"""Ranks, other than the two compared, whose records may show a call is the program's."""
 
 MATES_COMPARED = 4
 """Ranks of a rank's program and stage its records are compared with, at most."""

@@ -25,8 +25,10 @@ def _call_text(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def calls_issued_together(cells: pd.DataFrame, keys: list[str], leave_out: tuple[str, int]) -> set[tuple[str, ...]]:
-    """Calls that two or more members of one of ``keys`` issued together at one seq, all
-    members there agreeing, other than at ``leave_out`` (the disputed group and seq)."""
+    """Calls that two or more ranks issued at one seq of ``keys`` (members of one group, or of
+    sibling groups at the same seq: an only-active dump may hold one rank's entry of each),
+    the members of each group there agreeing, other than at ``leave_out`` (the disputed
+    group and seq)."""
     rows = cells.loc[cells[s.PG_KEY].isin(keys).to_numpy()]
     rows = rows.loc[~((rows[s.PG_KEY] == leave_out[0]) & (rows[s.SEQ] == leave_out[1])).to_numpy()]
     if rows.empty:
@@ -37,8 +39,10 @@ def calls_issued_together(cells: pd.DataFrame, keys: list[str], leave_out: tuple
     sizes = text.groupby(["_key", "_seq"]).size()
     distinct = text.drop_duplicates()
     single = distinct.groupby(["_key", "_seq"]).filter(lambda part: len(part) == 1)
-    together = single.loc[[sizes[(k, q)] >= 2 for k, q in zip(single["_key"], single["_seq"])]]
-    return set(together[list(_CALL)].itertuples(index=False, name=None))
+    issuers: dict[tuple, int] = {}
+    for k, q, *call in single[["_key", "_seq", *_CALL]].itertuples(index=False, name=None):
+        issuers[(q, *call)] = issuers.get((q, *call), 0) + int(sizes[(k, q)])
+    return {tuple(key[1:]) for key, count in issuers.items() if count >= 2}
 
 
 def usual_call_vote(

@@ -137,7 +137,8 @@ def _weigh_hang(
     members |= {r for k in lone_groups for r in a.groups.groups[k].ranks}
     since = _mismatch_since(a, decisive) if decisive else None
     went_ahead = {r for m in decisive if m.shift for r in m.odd_ranks}
-    hang = explain_hang(a, order, since, members if draft.classes else set(), went_ahead)
+    named = {r for f in draft.findings if f.role == Role.SUSPECT for r in f.ranks}
+    hang = explain_hang(a, order, since, members if draft.classes else set(), went_ahead, named)
     at_tie = _held_at_a_tie(a, draft)
     for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
         if f.rank in at_tie:  # it waits in the tie: whoever is wrong there, the rest follows

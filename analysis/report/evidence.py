@@ -289,11 +289,16 @@ def _pipeline_blocked(f: Finding, where: str) -> str:
 
 
 def _behind_stuck(f: Finding, where: str) -> str:
-    stuck = f.detail["stuck"]
+    held_by = f.detail.get("held_by")
+    if "named" in f.detail:
+        stuck, peer = f.detail["named"], "itself a cause named here"
+    elif held_by is not None:
+        stuck, peer = f.detail["stuck"], f"which waits on rank {held_by}"
+    else:
+        stuck, peer = f.detail["stuck"], "which is stuck with ranks waiting on it"
     return (
         f"{ranks_text(f.ranks).capitalize()} waits in no recorded collective and is a pipeline peer of rank {stuck},"
-        f" which is stuck with ranks waiting on it: most likely blocked in a send/recv with it (gloo records"
-        " none); it may also be stuck on its own."
+        f" {peer}: most likely blocked in a send/recv with it (gloo records none); it may also be stuck on its own."
     )
 
 
