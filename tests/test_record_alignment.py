@@ -14,7 +14,7 @@ from typing import Any
 from nccl_sets import coll, write_set
 
 from analysis.diagnosis.analysis import run_analysis
-from analysis.diagnosis.record_alignment import RecordAlignment
+from analysis.diagnosis.record_alignment import Misaligned, RecordAlignment, _one_of_a_kind
 from analysis.tables.load import load
 
 
@@ -98,3 +98,14 @@ def test_like_calls_one_seq_apart_are_not_aligned_records(tmp_path: Path) -> Non
     alignment = RecordAlignment(a)
     assert alignment.compare(0, 1) is None
     assert alignment.shifted(0, 1) is None
+
+
+def test_ranks_odd_alike_run_another_program() -> None:
+    """Four ranks each one record ahead at the same record and collective (a last stage's
+    loss all_reduce, compared with a first stage) are not four culprits; a rank odd alone is."""
+
+    def odd(rank: int, record_id: int) -> Misaligned:
+        return Misaligned(rank, rank, record_id, "4", 2, "all_reduce", False, added=True)
+
+    found = {r: odd(r, 5) for r in (12, 13, 14, 15)} | {7: odd(7, 9)}
+    assert list(_one_of_a_kind(found)) == [7]

@@ -297,12 +297,16 @@ def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
     A member that issued the collective another member waits for it in behind its own
     earliest pending op, or is blocked at an op earlier in its step than that collective,
     has simply not got there: that wait follows from its block. A wait it does not explain
-    so (a send/recv it never posted, a collective it went past) makes it a cause.
+    so (a send/recv it never posted, a collective it went past) makes it a cause. Where no
+    wait is a cause so and the history cannot place the waits on one member alone, every
+    other wait being queued or behind (none explained by a routine), that member is the cause.
     """
     inside = set(comp)
     family_of = w.a.families.family_of
     within: dict[tuple[int, str], bool | None] = {}
     causes: dict[int, list[WaitEdge]] = {}
+    untold: dict[int, list[WaitEdge]] = {}
+    routine_explained = False  # a wait explained by the blocker's routine, a judgment rather than a block
     for e in w.graph.edges:
         if e.waiter not in inside or e.blocker not in inside:
             continue
@@ -313,9 +317,14 @@ def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
             if key not in within:
                 rt = w.routine(e.blocker)
                 within[key] = within_step(rt, (family_of.get(e.pg_key, e.pg_key), e.op or "")) if rt else None
+            if within[key] is None:
+                untold.setdefault(e.blocker, []).append(e)
+            routine_explained = routine_explained or bool(within[key])
             if within[key] is not False:
                 continue  # explained, or the history cannot tell: no cause on this wait's strength
         causes.setdefault(e.blocker, []).append(e)
+    if not causes and len(untold) == 1 and not routine_explained:
+        return untold  # every other wait of the cycle follows from a block: the one left is its cause
     return causes
 
 

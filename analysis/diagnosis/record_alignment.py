@@ -182,4 +182,14 @@ def odd_ranks(
             continue
         against = tuple(m.short if m.long == rank else m.long for m in decided)
         found[rank] = replace(decided[0], added=decided[0].long == rank, against=against)
-    return found
+    return _one_of_a_kind(found)
+
+
+def _one_of_a_kind(found: dict[int, Misaligned]) -> dict[int, Misaligned]:
+    """Of the odd ranks, those odd alone: ranks shifted alike, at one record and one
+    collective, run another program than the ranks they were compared with (a last
+    pipeline stage taken for a first where the dumps do not tell stages apart)."""
+    alike: dict[tuple, list[int]] = {}
+    for rank, m in found.items():
+        alike.setdefault((m.pg_key, m.seq, m.record_id, m.added), []).append(rank)
+    return {rank: m for rank, m in found.items() if len(alike[(m.pg_key, m.seq, m.record_id, m.added)]) == 1}
