@@ -92,14 +92,14 @@ def behind_stuck_peers(
         return behind, []
     steps = Steps(a, blocked_ranks)
     stuck = {f.rank for f in causes if f.rank not in blocked_ranks and f.waiters}
-    named = {f.rank for f in causes} | set(named)
-    held = _held_by(a, blocked_ranks, named)
+    cause_ranks = {f.rank for f in causes} | set(named)
+    held = _held_by(a, blocked_ranks, cause_ranks)
     kept, notes = [], []
     for f in behind:
         peers = steps.pipeline_peers(f.rank) if f.kind == Kind.LEFT_BEHIND else set()
         if on_stuck := sorted(peers & stuck):
             notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"stuck": on_stuck[0]}))
-        elif on_named := sorted(peers & named - {f.rank}):
+        elif on_named := sorted(peers & cause_ranks - {f.rank}):
             notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"named": on_named[0]}))
         elif on_held := sorted(p for p in peers if held.get(p, f.rank) != f.rank):
             detail = {"stuck": on_held[0], "held_by": held[on_held[0]]}

@@ -111,7 +111,7 @@ def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
                 continue  # already explained by a more telling attribute
             flagged.update((key, seq, r) for r in mm.odd_ranks)
             found.append(mm)
-    found = [_at_another_point(_shifted(m, cells), cells, families) for m in found]
+    found = [_at_another_point(_shifted(m, cells, families), cells, families) for m in found]
     found.sort(key=lambda m: (m.seq, m.pg_key))
     return found
 
@@ -119,13 +119,15 @@ def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
 _WHOLE = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
 
 
-def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
+def _shifted(m: Mismatch, cells: pd.DataFrame, families: Families) -> Mismatch:
     """A size or dtype mismatch whose odd ranks are one collective off the others: a desync.
 
     A rank that skipped a collective issues at this seq what its peers issue at the next;
     one that added a collective issues at the next seq what its peers issued here. Only
     where the others issue different things at the two seqs does a shift show. A tie that
-    nothing else decides is decided so too, when exactly one side is one collective off.
+    nothing else decides is decided so too, when exactly one side is one collective off,
+    and the other side's next call is the one sibling groups (same description) issue
+    there, where they show it: in a pair, the side read against may be the shifted one.
     """
     if m.failure_class not in (FailureClass.SIZE_MISMATCH, FailureClass.DTYPE_MISMATCH):
         return m
@@ -146,6 +148,9 @@ def _shifted(m: Mismatch, cells: pd.DataFrame) -> Mismatch:
     if len(shifted) != 1:
         return m
     ((side, shift),) = shifted.items()
+    others = set(at_seq) - side
+    if shift > 0 and not _siblings_agree(cells, families.same_description(m.pg_key), m.seq + 1, entry, others):
+        return m
     odd = tuple(sorted(side))
     expected = next(str(m.found[r]) for r in m.found if r not in side)
     found = {r: m.found[r] for r in odd}
@@ -169,6 +174,18 @@ def _at_another_point(m: Mismatch, cells: pd.DataFrame, families: Families) -> M
     if not issued_elsewhere(cells, m.pg_key, m.seq, m.odd_ranks, families.same_description(m.pg_key)):
         return m
     return replace(m, failure_class=FailureClass.DESYNC)
+
+
+def _siblings_agree(
+    cells: pd.DataFrame, siblings: list[str], seq: int, entry: dict[tuple[int, int], tuple[str, ...]], ranks: set[int]
+) -> bool:
+    """Whether ``ranks``' call at ``seq`` is the one the ``siblings`` groups issue there (two or
+    more ranks, all alike), or they do not show it."""
+    rows = cells.loc[cells[s.PG_KEY].isin(siblings).to_numpy() & (cells[s.SEQ] == seq).to_numpy()]
+    theirs = {tuple(map(str, v)) for v in rows[list(_WHOLE)].itertuples(index=False, name=None)}
+    if len(rows) < 2 or len(theirs) != 1:
+        return True
+    return all(entry.get((r, seq)) in theirs for r in ranks)
 
 
 def _shift_of(entry: dict[tuple[int, int], tuple[str, ...]], odd: set[int], seq: int) -> int:
