@@ -5,6 +5,7 @@ from __future__ import annotations
 from cellmaker import make_cells
 
 from analysis.diagnosis.mismatch import find_mismatches
+from analysis.diagnosis.usual_call import calls_issued_together
 from analysis.model.families import program_families
 from analysis.types import FailureClass
 
@@ -196,24 +197,32 @@ def test_a_call_only_one_rank_issued_elsewhere_does_not_vote() -> None:
     assert m.expected is None
 
 
-def test_one_rank_of_each_of_two_siblings_at_one_seq_votes() -> None:
-    """An only-active dump may hold one rank's entry of a sibling group's seq (its host issued
-    ahead of the rest): two siblings' lone ranks issuing one call at one seq is the program's."""
-    rows = _only_active_pairs({0: "all_reduce", 1: "broadcast"}, [], [])
-    rows.append({"pg_key": "2", "rank": 2, "seq": 30, "op": "all_reduce"})
-    rows.append({"pg_key": "3", "rank": 4, "seq": 30, "op": "all_reduce"})
-    cells = make_cells(rows)
-    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp", "3": "tp"}))
-    assert (m.odd_ranks, m.expected, m.decided_by) == ((1,), "all_reduce", "usual")
+def _lone_entries(seqs: dict[str, int], behind: dict[str, int]) -> list[dict]:
+    """Sibling groups "2" and "3" (ranks 2, 3 and 4, 5): the first rank of each holds an
+    all_reduce at ``seqs[key]`` alone; the second holds its newest entry at ``behind[key]``."""
+    rows = []
+    for key, (first, second) in {"2": (2, 3), "3": (4, 5)}.items():
+        rows.append({"pg_key": key, "rank": first, "seq": seqs[key], "op": "all_reduce"})
+        rows.append({"pg_key": key, "rank": second, "seq": behind[key], "op": "broadcast"})
+    return rows
 
 
-def test_lone_ranks_of_two_siblings_at_two_seqs_do_not_vote() -> None:
-    rows = _only_active_pairs({0: "all_reduce", 1: "broadcast"}, [], [])
-    rows.append({"pg_key": "2", "rank": 2, "seq": 30, "op": "all_reduce"})
-    rows.append({"pg_key": "3", "rank": 4, "seq": 31, "op": "all_reduce"})
-    cells = make_cells(rows)
-    (m,) = find_mismatches(cells, program_families(cells, {"1": "tp", "2": "tp", "3": "tp"}))
-    assert m.expected is None
+def test_ranks_alone_ahead_in_two_siblings_at_one_seq_issue_a_call_together() -> None:
+    """An only-active dump holds the entries a host issued ahead of its group: one rank of
+    each of two sibling groups at one seq, both ahead of their partners, issued it together."""
+    cells = make_cells(_lone_entries({"2": 30, "3": 30}, {"2": 29, "3": 29}))
+    seen = calls_issued_together(cells, ["2", "3"], ("1", 10), ahead_alone=True)
+    assert any(call[0] == "all_reduce" for call in seen)
+    assert not calls_issued_together(cells, ["2", "3"], ("1", 10))  # only where asked for
+
+
+def test_lone_entries_at_a_seq_the_group_went_past_or_at_two_seqs_do_not_count() -> None:
+    """A lone entry whose partner went further (the rest lost to the ring buffer) may be the
+    deviation itself; two lone entries at two seqs are no call issued together."""
+    past = make_cells(_lone_entries({"2": 30, "3": 30}, {"2": 31, "3": 31}))
+    assert not any(c[0] == "all_reduce" for c in calls_issued_together(past, ["2", "3"], ("1", 10), ahead_alone=True))
+    apart = make_cells(_lone_entries({"2": 30, "3": 31}, {"2": 29, "3": 29}))
+    assert not any(c[0] == "all_reduce" for c in calls_issued_together(apart, ["2", "3"], ("1", 10), ahead_alone=True))
 
 
 def _microbatches(last: dict[int, tuple[str, str]]) -> list[dict]:

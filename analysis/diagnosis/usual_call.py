@@ -24,11 +24,17 @@ def _call_text(rows: pd.DataFrame) -> pd.DataFrame:
     return call_text(rows, _CALL)
 
 
-def calls_issued_together(cells: pd.DataFrame, keys: list[str], leave_out: tuple[str, int]) -> set[tuple[str, ...]]:
-    """Calls that two or more ranks issued at one seq of ``keys`` (members of one group, or of
-    sibling groups at the same seq: an only-active dump may hold one rank's entry of each),
-    the members of each group there agreeing, other than at ``leave_out`` (the disputed
-    group and seq)."""
+def calls_issued_together(
+    cells: pd.DataFrame, keys: list[str], leave_out: tuple[str, int], ahead_alone: bool = False
+) -> set[tuple[str, ...]]:
+    """Calls that two or more members of one of ``keys`` issued together at one seq, all
+    members there agreeing, other than at ``leave_out`` (the disputed group and seq).
+
+    With ``ahead_alone``, also calls that ranks of sibling groups issued at one seq, each
+    alone there because it went ahead of the rest of its group (an only-active dump holds
+    the entries a host issued ahead). A lone entry at a seq its group's other members went
+    past (the rest of the record lost to the ring buffer) never counts: it may be the
+    deviation itself."""
     rows = cells.loc[cells[s.PG_KEY].isin(keys).to_numpy()]
     rows = rows.loc[~((rows[s.PG_KEY] == leave_out[0]) & (rows[s.SEQ] == leave_out[1])).to_numpy()]
     if rows.empty:
@@ -36,12 +42,18 @@ def calls_issued_together(cells: pd.DataFrame, keys: list[str], leave_out: tuple
     text = _call_text(rows)
     text["_key"] = rows[s.PG_KEY].astype(str).to_numpy()
     text["_seq"] = rows[s.SEQ].to_numpy()
+    text["_rank"] = rows[s.RANK].to_numpy()
     sizes = text.groupby(["_key", "_seq"]).size()
-    distinct = text.drop_duplicates()
+    newest = text.groupby(["_key", "_rank"])["_seq"].max()
+    distinct = text.drop_duplicates(subset=[*_CALL, "_key", "_seq"])
     single = distinct.groupby(["_key", "_seq"]).filter(lambda part: len(part) == 1)
     issuers: dict[tuple, int] = {}
-    for k, q, *call in single[["_key", "_seq", *_CALL]].itertuples(index=False, name=None):
-        issuers[(q, *call)] = issuers.get((q, *call), 0) + int(sizes[(k, q)])
+    for k, q, r, *call in single[["_key", "_seq", "_rank", *_CALL]].itertuples(index=False, name=None):
+        count = int(sizes[(k, q)])
+        others = newest.loc[k].drop(r, errors="ignore")
+        if count == 1 and (not ahead_alone or (len(others) and others.max() >= q)):
+            continue  # alone at a seq the rest of its group went past
+        issuers[(q, *call)] = issuers.get((q, *call), 0) + count
     return {tuple(key[1:]) for key, count in issuers.items() if count >= 2}
 
 
@@ -73,5 +85,5 @@ def issued_elsewhere(cells: pd.DataFrame, key: str, seq: int, ranks: tuple[int, 
     ]
     if here.empty:
         return False
-    seen = calls_issued_together(cells, [key, *relatives], (key, seq))
+    seen = calls_issued_together(cells, [key, *relatives], (key, seq), ahead_alone=True)
     return all(call in seen for call in _call_text(here).itertuples(index=False, name=None))
