@@ -11,6 +11,7 @@ small ring buffers, where the history is gone.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .. import schema as s
@@ -43,18 +44,30 @@ def calls_issued_together(
     text["_key"] = rows[s.PG_KEY].astype(str).to_numpy()
     text["_seq"] = rows[s.SEQ].to_numpy()
     text["_rank"] = rows[s.RANK].to_numpy()
-    sizes = text.groupby(["_key", "_seq"]).size()
-    newest = text.groupby(["_key", "_rank"])["_seq"].max()
-    distinct = text.drop_duplicates(subset=[*_CALL, "_key", "_seq"])
-    single = distinct.groupby(["_key", "_seq"]).filter(lambda part: len(part) == 1)
-    issuers: dict[tuple, int] = {}
-    for k, q, r, *call in single[["_key", "_seq", "_rank", *_CALL]].itertuples(index=False, name=None):
-        count = int(sizes[(k, q)])
-        others = newest.loc[k].drop(r, errors="ignore")
-        if count == 1 and (not ahead_alone or (len(others) and others.max() >= q)):
-            continue  # alone at a seq the rest of its group went past
-        issuers[(q, *call)] = issuers.get((q, *call), 0) + count
-    return {tuple(key[1:]) for key, count in issuers.items() if count >= 2}
+    at = ["_key", "_seq"]
+    calls = text.drop_duplicates(subset=[*_CALL, *at])
+    calls = calls.loc[~calls.duplicated(subset=at, keep=False)]  # the members there agreeing
+    issued = calls.merge(text.groupby(at).size().rename("_count").reset_index(), on=at)
+    alone = (issued["_count"] == 1).to_numpy()
+    if ahead_alone:  # only those alone at a seq the rest of their group went past are left out
+        alone = alone & _behind_others(text, issued)
+    issued = issued.loc[~alone]
+    counts = issued.groupby(["_seq", *_CALL], dropna=False)["_count"].sum()
+    return {tuple(call[1:]) for call in counts.index[counts.to_numpy() >= 2]}
+
+
+def _behind_others(text: pd.DataFrame, lone: pd.DataFrame) -> np.ndarray:
+    """For each row of ``lone`` (one rank alone at a seq of its group), whether another rank
+    of that group holds an entry at that seq or later."""
+    newest = text.groupby(["_key", "_rank"])["_seq"].max().reset_index()
+    newest = newest.sort_values(["_key", "_seq"], ascending=[True, False])
+    first = newest.drop_duplicates("_key").set_index("_key")
+    second = newest.loc[newest.duplicated("_key")].drop_duplicates("_key").set_index("_key")["_seq"]
+    top_rank = first["_rank"].reindex(lone["_key"]).to_numpy()
+    top = first["_seq"].reindex(lone["_key"]).to_numpy(dtype=float)
+    runner_up = second.reindex(lone["_key"]).to_numpy(dtype=float)
+    others = np.where(top_rank == lone["_rank"].to_numpy(), runner_up, top)
+    return ~np.isnan(others) & (others >= lone["_seq"].to_numpy())
 
 
 def usual_call_vote(

@@ -52,9 +52,10 @@ def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame
     """Inferred gloo groups whose every known member issued the group's newest collective,
     alike, and one or more wait in it. gloo runs a collective on the CPU: once every member
     has entered it with the same op, sizes and dtypes, it completes, and where some got out
-    of it and another did not, they got out with an error (a peer's connection closed). Either way the group has a member the
-    entries do not show. Where every dumped rank is a member of a group of that
-    description, no dumped rank is that member: it wrote no dump."""
+    of it and another did not, they got out with an error (a peer's connection closed).
+    Either way the group has a member the entries do not show. Where every dumped rank is
+    a member of a group of that description, no dumped rank is that member: it wrote no
+    dump."""
     names = entries[s.PROFILING_NAME].astype("category").cat.categories
     if not len(names) or not all(str(n).startswith("gloo:") for n in names):
         return []
