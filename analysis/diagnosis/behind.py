@@ -96,7 +96,7 @@ def behind_stuck_peers(
     held = _held_by(a, blocked_ranks, cause_ranks)
     kept, notes = [], []
     for f in behind:
-        peers = steps.pipeline_peers(f.rank) if f.kind == Kind.LEFT_BEHIND else set()
+        peers = steps.likely_pipeline_peers(f.rank) if f.kind == Kind.LEFT_BEHIND else set()
         if on_stuck := sorted(peers & stuck):
             notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"stuck": on_stuck[0]}))
         elif on_named := sorted(peers & cause_ranks - {f.rank}):

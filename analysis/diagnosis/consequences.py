@@ -73,6 +73,25 @@ class Steps:
         quiet = [g for g in self.groups_of[rank] if all(self.issued(g, r) < 0 for r in g.ranks)]
         return {r for g in quiet for r in g.ranks if r != rank}
 
+    def likely_pipeline_peers(self, rank: int) -> set[int]:
+        """The pipeline peers pg_config lists, or where it lists none, the ranks a pipeline
+        send/recv would join ``rank`` to: ranks of another stage (they run another program)
+        that share a group with it and hold the same place in their step group as ``rank``
+        in its own (a pipeline passes each shard to the rank that holds the same shard of
+        the next stage). None where the programs cannot be told apart."""
+        if listed := self.pipeline_peers(rank):
+            return listed
+        mine, place = self.program.get(rank), self._place(rank)
+        if mine is None or place is None:
+            return set()
+        near = {r for g in self.groups_of[rank] for r in g.ranks}
+        return {r for r in near if self.program.get(r) != mine and self._place(r) == place}
+
+    def _place(self, rank: int) -> tuple[str, int, int] | None:
+        """(description, size, position) of ``rank`` in its step group."""
+        g = self.step_group(rank)
+        return None if g is None else (g.desc, len(g.ranks), g.ranks.index(rank))
+
     def stopped_together(self, rank: int, causes: set[int]) -> bool:
         """``rank`` stopped at the same point as every step-mate, none waiting in a collective,
         and a pipeline peer (where the dumps name them) is stuck or waiting. Where two groups
