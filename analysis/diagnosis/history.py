@@ -51,10 +51,10 @@ def known_site(site: object) -> bool:
     return isinstance(site, str) and site not in ("", "nan", "None")
 
 
-def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: str) -> list[int]:
-    """Earlier seqs at the same program point as ``seq``."""
+def _same_point(agreed: pd.DataFrame, current: pd.Series, seq: int, attribute: str, by_site: bool = True) -> list[int]:
+    """Earlier seqs at the same program point as ``seq`` (by call site, where ``by_site``)."""
     site = str(current[s.CALL_SITE])
-    if attribute != s.CALL_SITE and known_site(site):
+    if by_site and attribute != s.CALL_SITE and known_site(site):
         same = agreed.loc[(agreed[s.CALL_SITE] == site) & (agreed[s.OP] == str(current[s.OP]))]
         if len(same):
             return [int(q) for q in same[s.SEQ]]
@@ -86,6 +86,17 @@ def _after_same_context(values: list[tuple[str, ...]]) -> list[int]:
     return []
 
 
+def _site_issues_all(cells: pd.DataFrame, shared: pd.Series, attribute: str, tied: list[str]) -> bool:
+    """Whether the call site the tied ranks share issues every one of the ``tied`` values
+    somewhere in the dumps (a loop over gradient buckets calls one site once per bucket): then
+    an earlier call from that site need not be the same program point."""
+    site = str(shared[s.CALL_SITE])
+    if attribute == s.CALL_SITE or not known_site(site):
+        return False
+    here = cells.loc[(cells[s.CALL_SITE].astype(str) == site).to_numpy() & (cells[s.OP] == shared[s.OP]).to_numpy()]
+    return set(tied) <= {str(v) for v in here[attribute].unique()}
+
+
 def history_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str]) -> str | None:
     """Which of the ``tied`` values the group issued at this program point in earlier steps."""
     group_cells = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
@@ -97,7 +108,7 @@ def history_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: 
         return None
     # the attribute in dispute cannot locate the program point: use what the tied ranks share
     shared = here.iloc[0] if attribute == s.CALL_SITE else _common(here)
-    points = _same_point(agreed, shared, seq, attribute)
+    points = _same_point(agreed, shared, seq, attribute, by_site=not _site_issues_all(cells, shared, attribute, tied))
     if not points:
         return None
     earlier = agreed.loc[agreed[s.SEQ].astype(int).isin(points), attribute]

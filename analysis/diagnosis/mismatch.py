@@ -21,6 +21,7 @@ from ..model.families import Families
 from ..tables.rowkeys import group_ids
 from ..types import FailureClass
 from .history import history_shift, history_vote, predecessor_vote, seen_call_vote
+from .relatives_vote import relatives_vote
 from .shift_vote import shift_vote
 from .usual_call import issued_elsewhere, usual_call_vote
 
@@ -246,8 +247,11 @@ def _odd_ones(
             sib = cells.loc[(cells[s.SEQ] == seq) & cells[s.PG_KEY].isin(voters), attribute]
             votes = Counter(str(v) for v in sib)
         tied = sorted((v for v, c in ranked if c == ranked[0][1]), key=lambda v: -votes.get(v, 0))
+        relatives = families.same_description(key)
         if votes.get(tied[0], 0) != votes.get(tied[1], 0):
             expected, decided_by = tied[0], "siblings"
+        elif not voters and (expected := relatives_vote(cells, key, seq, attribute, tied, relatives)):
+            decided_by = "relatives"
         else:  # no sibling at this point of the program decides: the group's own earlier steps may
             expected = history_vote(cells, key, seq, attribute, tied)
             decided_by = "history"
@@ -260,7 +264,6 @@ def _odd_ones(
             if expected is None:  # only one side's call was ever run
                 expected, decided_by = seen_call_vote(cells, key, seq, attribute, tied), "seen"
             if expected is None:  # no history in the dumps: only one side's call is issued elsewhere
-                relatives = families.same_description(key)
                 expected, decided_by = usual_call_vote(cells, key, seq, attribute, tied, relatives), "usual"
     if expected is None:
         odd = tuple(sorted(values))

@@ -50,6 +50,7 @@ def _mismatch(f: Finding, where: str) -> str:
     basis = {
         "siblings": "the sibling groups at the same point of the program",
         "history": "the group at the same point of its earlier steps",
+        "relatives": "every other group of its kind at this seq (as at each seq this side issued)",
         "shift": "the other side",
         "non_empty": "the other side (a collective that moves nothing is no call of the program)",
         "off_by_one": "the other side (one collective off it from here on, in a call both sides issue in turn)",
