@@ -50,3 +50,28 @@ def test_a_rank_whose_status_lists_no_default_group_issued_none_of_it() -> None:
     default = next(k for k, g in a.groups.groups.items() if g.desc == "default_pg")
     assert all(a.progress[(default, r)].enqueued == -1 for r in (12, 13, 15))
     assert a.progress[(default, 14)].enqueued == 1
+
+
+def test_a_rank_whose_buffer_lost_a_group_joins_it_through_its_status() -> None:
+    """Real gloo dumps, stock pg_config, 30-entry buffers: rank 6's buffer holds only its
+    tensor-parallel entries, so no entry of rank 6 names its data-parallel group. Its
+    pg_status still lists local id 1, which every rank of the same id layout gives to a
+    data-parallel group in its own entries; the one data-parallel group short of a member
+    (ranks 0, 2, 4 beside 1, 3, 5, 7) is rank 6's, and its status says it issued 12."""
+    case = Path(__file__).parent / "regressions" / "two_culprits-165644"
+    a = run_analysis(load(case, use_cache=False, workers=1))
+    assert a.groups.groups["1"].ranks == (0, 2, 4, 6)
+    assert a.groups.status_key_of[(6, "1")] == "1"
+    assert a.progress[("1", 6)].enqueued == 12
+
+
+def test_a_lost_group_is_not_guessed_where_two_groups_are_short(tmp_path: Path) -> None:
+    """Without rank 7's dump both data-parallel groups are short: which one rank 6 is in,
+    nothing says, so it joins neither."""
+    case = Path(__file__).parent / "regressions" / "two_culprits-165644"
+    for f in case.iterdir():
+        if f.name.startswith("rank_") and f.name != "rank_7":
+            (tmp_path / f.name).write_bytes(f.read_bytes())
+    a = run_analysis(load(tmp_path, use_cache=False, workers=1))
+    assert a.groups.groups["1"].ranks == (0, 2, 4)
+    assert (6, "1") not in a.groups.status_key_of

@@ -114,6 +114,7 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
         index.groups[name] = ProcessGroup(name, name, desc, tuple(sorted(ranks)), Membership.INFERRED)
         for r in ranks:
             index.key_of[(r, name)] = name
+    _adopt_by_status(dumps.status, index, names)
     p2p_names = set(map(str, dumps.entries.loc[flag(dumps.entries[s.IS_P2P]), s.PG_NAME].unique()))
     for g in index.groups.values():
         g.has_p2p = g.name in p2p_names
@@ -161,11 +162,18 @@ DEFAULT_PG_DESC = "default_pg"
 """torch makes the default group first in every process, so its local id is 0 on every rank."""
 
 
-def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNames) -> None:
-    """pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
-    else through ranks with the same pg_id layout (Megatron-style SPMD creation order)."""
-    status_ranks = status[s.RANK].to_numpy(dtype=np.int64).tolist()
-    status_ids = status[s.PG_ID].astype(str).tolist()
+def full_size(groups: list[ProcessGroup]) -> int:
+    """The size of same-description groups: the commonest, ties to the larger (a rank
+    without a dump only ever makes an inferred group smaller)."""
+    sizes = Counter(len(g.ranks) for g in groups)
+    return max(sizes, key=lambda n: (sizes[n], n))
+
+
+def _donor_descs(
+    status_ranks: list[int], status_ids: list[str], names: _EntryNames
+) -> tuple[dict[int, frozenset[str]], dict[tuple[frozenset[str], str], Counter]]:
+    """Each rank's pg_id layout (the local ids its pg_status lists), and per (layout, pg_id)
+    the descriptions ranks of that layout gave that id in their own entries."""
     ids_of_rank: dict[int, set[str]] = defaultdict(set)
     for rank, pg_id in zip(status_ranks, status_ids):
         ids_of_rank[rank].add(pg_id)
@@ -174,6 +182,48 @@ def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNa
     for (rank, pg_id), name in names.id_to_name.items():
         if rank in layout:
             donor_desc[(layout[rank], pg_id)][names.desc_of.get(name, "")] += 1
+    return layout, donor_desc
+
+
+def _adopt_by_status(status: pd.DataFrame, index: GroupIndex, names: _EntryNames) -> None:
+    """A rank whose ring buffer lost every entry of a group still lists the group in its
+    pg_status. Where ranks of its pg_id layout give that id one description, the rank is
+    in no inferred group of it, and exactly one inferred group of that description is short
+    of as many members as there are such ranks, they are its missing members."""
+    status_ranks = status[s.RANK].to_numpy(dtype=np.int64).tolist()
+    status_ids = status[s.PG_ID].astype(str).tolist()
+    layout, donor_desc = _donor_descs(status_ranks, status_ids, names)
+    by_desc: dict[str, list[ProcessGroup]] = defaultdict(list)
+    for g in index.groups.values():
+        if g.membership_source == Membership.INFERRED and g.desc and g.desc != DEFAULT_PG_DESC:
+            by_desc[g.desc].append(g)
+    orphans: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for rank, pg_id in zip(status_ranks, status_ids):
+        if (rank, pg_id) in index.status_key_of or (rank, pg_id) in names.id_to_name or pg_id == DEFAULT_PG_ID:
+            continue
+        votes = donor_desc.get((layout[rank], pg_id))
+        desc = next(iter(votes)) if votes and len(votes) == 1 else None
+        if desc in by_desc and not any(rank in g.ranks for g in by_desc[desc]):
+            orphans[desc].append((rank, pg_id))
+    for desc, found in orphans.items():
+        modal = full_size(by_desc[desc])
+        short = [g for g in by_desc[desc] if len(g.ranks) < modal]
+        ranks = {rank for rank, _ in found}
+        if len(short) != 1 or len(ranks) != len(found) or len(ranks) != modal - len(short[0].ranks):
+            continue
+        g = short[0]
+        g.ranks = tuple(sorted((*g.ranks, *ranks)))
+        for rank, pg_id in found:
+            index.key_of[(rank, g.name)] = g.key
+            index.status_key_of[(rank, pg_id)] = g.key
+
+
+def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNames) -> None:
+    """pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
+    else through ranks with the same pg_id layout (Megatron-style SPMD creation order)."""
+    status_ranks = status[s.RANK].to_numpy(dtype=np.int64).tolist()
+    status_ids = status[s.PG_ID].astype(str).tolist()
+    layout, donor_desc = _donor_descs(status_ranks, status_ids, names)
     groups_with_desc: dict[tuple[int, str], list[str]] = defaultdict(list)
     for g in index.groups.values():
         for r in g.ranks:

@@ -11,7 +11,7 @@ and it wrote no dump.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import numpy as np
 import pandas as pd
@@ -19,14 +19,7 @@ import pandas as pd
 from .. import schema as s
 from ..types import Membership
 from .cells import DONE
-from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex, ProcessGroup
-
-
-def full_size(groups: list[ProcessGroup]) -> int:
-    """The size of same-description groups: the commonest, ties to the larger (a rank
-    without a dump only ever makes an inferred group smaller)."""
-    sizes = Counter(len(g.ranks) for g in groups)
-    return max(sizes, key=lambda n: (sizes[n], n))
+from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex, ProcessGroup, full_size
 
 
 def lone_waiting(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame) -> list[ProcessGroup]:
