@@ -18,7 +18,7 @@ from ..model.groups import ProcessGroup
 from ..model.order import ProgramOrder
 from ..types import FailureClass
 from .analysis import Analysis
-from .consequences import Steps
+from .consequences import Steps, silent
 from .findings import NEVER, Finding, Kind, Role
 
 
@@ -106,6 +106,39 @@ def behind_stuck_peers(
             notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail=detail))
         else:
             kept.append(f)
+    return kept, notes
+
+
+def held_pipeline_peers(
+    a: Analysis, blocked_ranks: set[int], causes: list[Finding]
+) -> tuple[list[Finding], list[Finding]]:
+    """Of the ``causes``, the silent ranks that others wait on but whose pipeline peer is held
+    waiting, in a recorded collective, on another cause, or is itself a silent cause that
+    the mates of its part (see ``Steps.left_by_its_part``) went on without, while the mates
+    of the rank's own part stopped level with it: in gloo dumps the rank is most likely
+    blocked in a send/recv with that peer, and the one cause is the simpler account. They
+    stay possible causes (never all of them)."""
+    if a.records_p2p:
+        return causes, []
+    steps = Steps(a, blocked_ranks)
+    ranks = {f.rank for f in causes}
+    held = _held_by(a, blocked_ranks, ranks)
+    stuck = {f.rank for f in causes if silent(f, blocked_ranks) and steps.left_by_its_part(f.rank)}
+    kept, notes = [], []
+    for f in causes:
+        peers = steps.likely_pipeline_peers(f.rank) if silent(f, blocked_ranks) else set()
+        on_held = sorted(p for p in peers if held.get(p, f.rank) != f.rank)
+        on_stuck = sorted(peers & stuck) if steps.left_by_its_part(f.rank) is False else []
+        if on_held:
+            detail = {"stuck": on_held[0], "held_by": held[on_held[0]]}
+            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail=detail))
+        elif on_stuck:
+            notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail={"stuck": on_stuck[0]}))
+        else:
+            kept.append(f)
+    explaining = {n.detail.get("held_by", n.detail["stuck"]) for n in notes}
+    if not kept or explaining - {f.rank for f in kept}:
+        return causes, []  # a peer held by, or stuck as, a rank set aside here explains nothing
     return kept, notes
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model.groups import ProcessGroup
+from ..model.groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, ProcessGroup
 from ..types import FailureClass
 from .analysis import Analysis
 from .findings import Finding, Kind, Role
@@ -75,22 +75,75 @@ class Steps:
 
     def likely_pipeline_peers(self, rank: int) -> set[int]:
         """The pipeline peers pg_config lists, or where it lists none, the ranks a pipeline
-        send/recv would join ``rank`` to: ranks of another stage (they run another program)
-        that share a group with it and hold the same place in their step group as ``rank``
-        in its own (a pipeline passes each shard to the rank that holds the same shard of
-        the next stage). None where the programs cannot be told apart."""
+        send/recv would join ``rank`` to. A group made of whole groups of one description
+        from several stages (the model-parallel group: the tensor-parallel groups of one
+        pipeline) holds them: its ranks of another stage that hold the same place in their
+        group of that description as ``rank`` in its own (a pipeline passes each shard to
+        the rank that holds the same shard of the next stage). A rank's stage is every rank
+        it reaches through groups whose members all run one program; where the programs
+        cannot be told apart, that is every rank, and there are none."""
         if listed := self.pipeline_peers(rank):
             return listed
-        mine, place = self.program.get(rank), self._place(rank)
-        if mine is None or place is None:
-            return set()
-        near = {r for g in self.groups_of[rank] for r in g.ranks}
-        return {r for r in near if self.program.get(r) != mine and self._place(r) == place}
+        stage = self._stage(rank)
+        peers: set[int] = set()
+        for part, inside in self._parts(rank):
+            place = part.ranks.index(rank)
+            for g in inside:
+                if g.desc == part.desc and len(g.ranks) == len(part.ranks) and g.ranks[place] not in stage:
+                    peers.add(g.ranks[place])
+        return peers
 
-    def _place(self, rank: int) -> tuple[str, int, int] | None:
-        """(description, size, position) of ``rank`` in its step group."""
-        g = self.step_group(rank)
-        return None if g is None else (g.desc, len(g.ranks), g.ranks.index(rank))
+    def _parts(self, rank: int) -> list[tuple[ProcessGroup, list[ProcessGroup]]]:
+        """``rank``'s groups that make up, with others of their description, a group of
+        several stages (its tensor-parallel group, in the model-parallel group), each with
+        the groups inside that larger one."""
+        found = []
+        for whole in self._cross_groups(rank):
+            if len({self.program.get(m) for m in whole.ranks}) == 1:
+                continue  # a group of one program lies within one stage
+            inside = [g for g in self._groups_within(whole) if g.desc]
+            found += [(g, inside) for g in inside if rank in g.ranks]
+        return found
+
+    def left_by_its_part(self, rank: int) -> bool | None:
+        """Whether a mate of ``rank``'s part (see ``_parts``: the group whose members share
+        their pipeline neighbours) issued more of it than ``rank`` did: it went on without
+        ``rank``. None where ``rank`` has no part."""
+        parts = [g for g, _ in self._parts(rank)]
+        if not parts:
+            return None
+        return any(self.issued(g, m) > self.issued(g, rank) for g in parts for m in g.ranks)
+
+    def _cross_groups(self, rank: int) -> list[ProcessGroup]:
+        """``rank``'s groups but the default one, the world-wide included (with one
+        data-parallel replica, the model-parallel group is the whole job)."""
+        return [
+            g
+            for g in self.a.groups.groups.values()
+            if rank in g.ranks and not g.has_p2p and g.name != DEFAULT_PG_ID and g.desc != DEFAULT_PG_DESC
+        ]
+
+    def _groups_within(self, whole: ProcessGroup) -> list[ProcessGroup]:
+        """The groups (other than ``whole``) that lie wholly inside ``whole``."""
+        members = set(whole.ranks)
+        return [
+            g
+            for g in {g.key: g for r in whole.ranks for g in self.groups_of[r]}.values()
+            if g.key != whole.key and set(g.ranks) < members
+        ]
+
+    def _stage(self, rank: int) -> set[int]:
+        """The ranks ``rank`` reaches through groups whose members all run one program."""
+        seen, todo = {rank}, [rank]
+        while todo:
+            r = todo.pop()
+            for g in self.groups_of[r]:
+                if len({self.program.get(m) for m in g.ranks}) == 1:
+                    for m in g.ranks:
+                        if m not in seen:
+                            seen.add(m)
+                            todo.append(m)
+        return seen
 
     def stopped_together(self, rank: int, causes: set[int]) -> bool:
         """``rank`` stopped at the same point as every step-mate, none waiting in a collective,

@@ -19,7 +19,7 @@ from ..model.order import ProgramOrder, Token
 from ..model.routine import Departure, Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
-from .behind import behind_stuck_peers, left_behind
+from .behind import behind_stuck_peers, held_pipeline_peers, left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
 from .counts_at import CountsAt
 from .dead import dead_findings
@@ -626,6 +626,8 @@ def explain_hang(
     if mismatch_since is None:
         explained = {f.rank for f in kept} | {r for f in dropped for r in f.ranks}
         lone, lone_behind = dead_findings(a, w.blocked_ranks, left_behind(a, order, w.blocked_ranks, explained))
+        kept, held = held_pipeline_peers(a, w.blocked_ranks, kept)
+        dropped += held
         lone, behind_stuck = behind_stuck_peers(a, w.blocked_ranks, kept, lone, named)
         lone_behind += behind_stuck
         kept, dropped = kept + lone, dropped + lone_behind  # behind a dead rank of its chain: not on its own
