@@ -112,12 +112,13 @@ def behind_stuck_peers(
 def held_pipeline_peers(
     a: Analysis, blocked_ranks: set[int], causes: list[Finding]
 ) -> tuple[list[Finding], list[Finding]]:
-    """Of the ``causes``, the silent ranks that others wait on but whose pipeline peer is held
-    waiting, in a recorded collective, on another cause, or is itself a silent cause that
-    the mates of its part (see ``Steps.left_by_its_part``) went on without, while the mates
-    of the rank's own part stopped level with it: in gloo dumps the rank is most likely
-    blocked in a send/recv with that peer, and the one cause is the simpler account. They
-    stay possible causes (never all of them)."""
+    """Of the ``causes``, the silent ranks that others wait on but that stopped together with
+    the mates of their part (see ``Steps.stopped_with_its_part``: none waits in a
+    collective or went on), as a pipeline wait stops them, and whose pipeline peer is held
+    waiting, in a recorded collective, on another cause, or is itself a silent cause the
+    mates of its own part went on without: in gloo dumps the rank is most likely blocked in
+    a send/recv with that peer, and the one cause is the simpler account. They stay
+    possible causes (never all of them)."""
     if a.records_p2p:
         return causes, []
     steps = Steps(a, blocked_ranks)
@@ -126,9 +127,10 @@ def held_pipeline_peers(
     stuck = {f.rank for f in causes if silent(f, blocked_ranks) and steps.left_by_its_part(f.rank)}
     kept, notes = [], []
     for f in causes:
-        peers = steps.likely_pipeline_peers(f.rank) if silent(f, blocked_ranks) else set()
+        together = silent(f, blocked_ranks) and steps.stopped_with_its_part(f.rank)
+        peers = steps.likely_pipeline_peers(f.rank) if together else set()
         on_held = sorted(p for p in peers if held.get(p, f.rank) != f.rank)
-        on_stuck = sorted(peers & stuck) if steps.left_by_its_part(f.rank) is False else []
+        on_stuck = sorted(peers & stuck)
         if on_held:
             detail = {"stuck": on_held[0], "held_by": held[on_held[0]]}
             notes.append(Finding(Kind.BEHIND_STUCK, Role.POSSIBLE, f.ranks, None, detail=detail))

@@ -105,6 +105,14 @@ class Steps:
             found += [(g, inside) for g in inside if rank in g.ranks]
         return found
 
+    def stopped_with_its_part(self, rank: int) -> bool:
+        """Whether every mate of ``rank``'s part (see ``_parts``) waits in no collective and
+        issued no more of the part's collectives than ``rank``: the part stopped together,
+        as a pipeline wait stops it."""
+        parts = [g for g, _ in self._parts(rank)]
+        mates = {m for g in parts for m in g.ranks}
+        return bool(parts) and mates <= self.silent and self.left_by_its_part(rank) is False
+
     def left_by_its_part(self, rank: int) -> bool | None:
         """Whether a mate of ``rank``'s part (see ``_parts``: the group whose members share
         their pipeline neighbours) issued more of it than ``rank`` did: it went on without
