@@ -30,6 +30,7 @@ from .minority import cycle_minority
 from .p2p_counts import P2PCounts
 from .record_alignment import RecordAlignment, odd_ranks
 from .routines import SAME_PROGRAM_SAMPLE, Routines
+from .turns import left_the_turns
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 
 
@@ -476,6 +477,29 @@ def _held_by_stall(w: _Waits, rank: int) -> bool:
     return bool(heads) and all((b.pg_key, b.seq) in w.graph.stalled for b in heads)
 
 
+def _left_the_turns(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Finding]:
+    """Findings for the members of ``comp`` that broke the turns of two families (see
+    :mod:`.turns`), at the collective each is blocked in."""
+    quiet = {order.token(k, 0)[0] for k, g in w.a.groups.groups.items() if g.has_p2p}
+    found = []
+    for r, (doubled, skipped) in sorted(left_the_turns(order, comp, quiet).items()):
+        b = next((b for b in w.graph.blocked if b.rank == r and not b.is_p2p), None)
+        if b is None:
+            return []
+        d = Departure(b.pg_key, b.seq, (doubled, b.op or "", "", ""), (skipped, _last_op(w, r, skipped), "", ""))
+        f = departed_finding(r, d, since=w.created.get((b.pg_key, r, b.seq), NEVER))
+        found.append(replace(f, detail={**f.detail, "turns": True}))
+    return found
+
+
+def _last_op(w: _Waits, rank: int, family: str) -> str:
+    """The op of ``rank``'s newest collective of ``family``."""
+    c = w.a.cells
+    keys = [k for k, f in w.a.families.family_of.items() if f == family]
+    hit = c.loc[(c[s.RANK] == rank).to_numpy() & c[s.PG_KEY].isin(keys).to_numpy()].sort_values(s.SEQ)
+    return str(hit[s.OP].iloc[-1]) if len(hit) else "collective"
+
+
 def _went_past_each(w: _Waits, order: ProgramOrder, ranks: set[int]) -> list[Finding]:
     """Each of ``ranks`` skipped a collective its peers wait in (where program order shows
     where it went), else went past the earliest one they wait for it in."""
@@ -516,6 +540,9 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
     if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
         return list(placed.values()), []
+    turns = _left_the_turns(w, order, comp) if len(comp) > 1 else []
+    if len(turns) == 1:  # the one member that issued two of a family it issues in turn with another
+        return turns, []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []

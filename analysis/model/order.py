@@ -93,6 +93,10 @@ class ProgramOrder:
             self._arrays[token] = out
         return self._arrays[token]
 
+    def history(self, rank: int) -> list[Token]:
+        """The rank's collectives in its record order, oldest first."""
+        return [t for _, t in self._history(rank)]
+
     def recent(self, rank: int, n: int = 8) -> list[Token]:
         """The rank's newest collectives, newest first."""
         return [t for _, t in reversed(self._history(rank)[-n:])]

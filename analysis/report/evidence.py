@@ -136,6 +136,13 @@ def _out_of_place(f: Finding, where: str) -> str:
 
 
 def _departed(f: Finding, where: str) -> str:
+    if f.detail.get("turns"):
+        family = f.detail["expected_family"].split("#")[0]
+        return (
+            f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} right after another of its "
+            f"kind, where in each earlier step it issued these and {f.detail['expected_op']} of a {family} group "
+            f"in turn, as its peers still do: rank {f.rank} added or skipped a collective there."
+        )
     return (
         f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} where, after the same collectives, "
         f"its earlier steps issued {f.detail['expected_op']} of a {f.detail['expected_family'].split('#')[0]} group, "

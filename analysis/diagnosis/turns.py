@@ -1,0 +1,58 @@
+"""Two groups a rank issues in turn: one that issued two of one without the other between
+left the program there.
+
+Some groups issue one collective a step each, always in the same order (the embedding
+group's all_reduce, then the gradient norm's over the model-parallel group). Where a
+rank's records show two such families in strict turn for at least ``MIN_TURNS`` rounds,
+and its newest two of them are of one family, it added one of that family or skipped
+the other's; where every other member of the wait-for cycle that issued both kept the
+turns, that rank is the one that left the program. Neither seq numbers nor step
+boundaries are needed: only the order of the rank's own records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import combinations, pairwise
+
+from ..model.order import ProgramOrder, Token
+
+MIN_TURNS = 1
+"""Rounds (one collective of each family) a rank must have kept before the break."""
+
+
+def _sequence(history: list[Token], pair: tuple[str, str]) -> list[str]:
+    return [family for family, _ in history if family in pair]
+
+
+def _kept(sequence: list[str]) -> bool:
+    """Strict turns all along, at least ``MIN_TURNS`` rounds."""
+    return len(sequence) >= 2 * MIN_TURNS and all(x != y for x, y in pairwise(sequence))
+
+
+def broken_turns(history: list[Token], families: Iterable[str]) -> list[tuple[str, str]]:
+    """The (doubled family, skipped family) pairs whose strict turns the newest records broke:
+    the last two of the pair are of one family, all before them in turn."""
+    found = []
+    for pair in combinations(sorted(set(families)), 2):
+        sequence = _sequence(history, pair)
+        if len(sequence) > 2 * MIN_TURNS and sequence[-1] == sequence[-2] and _kept(sequence[:-1]):
+            doubled = sequence[-1]
+            found.append((doubled, pair[0] if doubled == pair[1] else pair[1]))
+    return found
+
+
+def left_the_turns(order: ProgramOrder, comp: list[int], quiet: set[str]) -> dict[int, tuple[str, str]]:
+    """Members of ``comp`` that broke turns every other member that issued both families
+    kept (one such member at least): member -> (doubled family, skipped family). Families
+    in ``quiet`` (send/recv groups) are left out."""
+    history = {r: order.history(r) for r in comp}
+    families = {r: {f for f, _ in h} - quiet for r, h in history.items()}
+    found: dict[int, tuple[str, str]] = {}
+    for r in comp:
+        for doubled, skipped in broken_turns(history[r], families[r]):
+            others = [m for m in comp if m != r and {doubled, skipped} <= families[m]]
+            if others and all(_kept(_sequence(history[m], (doubled, skipped))) for m in others):
+                found[r] = (doubled, skipped)
+                break
+    return found
