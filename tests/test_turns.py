@@ -46,3 +46,13 @@ def test_the_rank_that_doubled_a_family_is_named() -> None:
     report = analysis.analyze(REGRESSIONS / "extra_collective-692400", use_cache=False)
     assert report.suspect_ranks == [1]
     assert report.failure_class.value == "desync"
+
+
+def test_turns_another_rank_breaks_too_are_not_the_programs() -> None:
+    """extra_collective-152754 (gloo, tp 2, pp 2, 30-entry buffers): the last stage issues
+    one data-parallel all_reduce in its first step and two in the next (the loss's), so its
+    data-parallel and gradient-norm all_reduces take turns only once. Rank 3 shows the
+    double at the end of its record, rank 2 of its stage shows it earlier: no turn is the
+    program's, and rank 1, which added a debug all_reduce, is the one named."""
+    report = analysis.analyze(REGRESSIONS / "extra_collective-152754", use_cache=False)
+    assert report.suspect_ranks == [1]

@@ -482,7 +482,7 @@ def _left_the_turns(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Fin
     :mod:`.turns`), at the collective each is blocked in."""
     quiet = {order.token(k, 0)[0] for k, g in w.a.groups.groups.items() if g.has_p2p}
     found = []
-    for r, (doubled, skipped) in sorted(left_the_turns(order, comp, quiet).items()):
+    for r, (doubled, skipped) in sorted(left_the_turns(order, comp, w.a.dumps.ranks, quiet).items()):
         b = next((b for b in w.graph.blocked if b.rank == r and not b.is_p2p), None)
         if b is None:
             return []
