@@ -47,6 +47,7 @@ class Steps:
                     self.groups_of[r].append(g)
         have_dump = set(a.dumps.ranks)
         self.silent = have_dump - blocked_ranks
+        self._parts_of: dict[int, list[tuple[ProcessGroup, list[ProcessGroup]]]] = {}
         self.program = a.levels.program
         """The program families of each rank's groups (see :func:`.families.rank_programs`),
         computed once per analysis with the level counts."""
@@ -97,12 +98,15 @@ class Steps:
         """``rank``'s groups that make up, with others of their description, a group of
         several stages (its tensor-parallel group, in the model-parallel group), each with
         the groups inside that larger one."""
+        if rank in self._parts_of:
+            return self._parts_of[rank]
         found = []
         for whole in self._cross_groups(rank):
             if len({self.program.get(m) for m in whole.ranks}) == 1:
                 continue  # a group of one program lies within one stage
             inside = [g for g in self._groups_within(whole) if g.desc]
             found += [(g, inside) for g in inside if rank in g.ranks]
+        self._parts_of[rank] = found
         return found
 
     def stopped_with_its_part(self, rank: int) -> bool:

@@ -481,8 +481,15 @@ def _left_the_turns(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Fin
     """Findings for the members of ``comp`` that broke the turns of two families (see
     :mod:`.turns`), at the collective each is blocked in."""
     quiet = {order.token(k, 0)[0] for k, g in w.a.groups.groups.items() if g.has_p2p}
+    family_of = w.a.families.family_of
+
+    def issuers(rank: int, pair: tuple[str, str]) -> set[int]:
+        """The members of ``rank``'s groups of the two families."""
+        groups = w.a.levels.groups_of.get(rank, [])
+        return {m for g in groups if family_of.get(g.key, g.key) in pair for m in g.ranks}
+
     found = []
-    for r, (doubled, skipped) in sorted(left_the_turns(order, comp, w.a.dumps.ranks, quiet).items()):
+    for r, (doubled, skipped) in sorted(left_the_turns(order, comp, issuers, quiet).items()):
         b = next((b for b in w.graph.blocked if b.rank == r and not b.is_p2p), None)
         if b is None:
             return []
@@ -540,7 +547,7 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
     if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
         return list(placed.values()), []
-    turns = _left_the_turns(w, order, comp) if len(comp) > 1 else []
+    turns = _left_the_turns(w, order, comp) if 1 < len(comp) <= MAX_COUNTED else []
     if len(turns) == 1:  # the one member that issued two of a family it issues in turn with another
         return turns, []
     if causes and len(causes) < len(comp):

@@ -5,14 +5,15 @@ Some groups issue one collective a step each, always in the same order (the embe
 group's all_reduce, then the gradient norm's over the model-parallel group). Where a
 rank's records show two such families in strict turn for at least ``MIN_TURNS`` rounds,
 and its newest two of them are of one family, it added one of that family or skipped
-the other's; where every other rank that issued both kept the turns (a member of the
-wait-for cycle among them), that rank is the one that left the program. Neither seq numbers nor step
+the other's; where every rank it issues them with (the members of its groups of the two
+families) that issued both kept the turns, a member of the wait-for cycle among them, that
+rank is the one that left the program. Neither seq numbers nor step
 boundaries are needed: only the order of the rank's own records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import combinations, pairwise
 
 from ..model.order import ProgramOrder, Token
@@ -43,19 +44,20 @@ def broken_turns(history: list[Token], families: Iterable[str]) -> list[tuple[st
 
 
 def left_the_turns(
-    order: ProgramOrder, comp: list[int], ranks: Iterable[int], quiet: set[str]
+    order: ProgramOrder, comp: list[int], issuers: Callable[[int, tuple[str, str]], Iterable[int]], quiet: set[str]
 ) -> dict[int, tuple[str, str]]:
-    """Members of ``comp`` that broke turns that every other rank (of ``ranks``) that issued
-    both families kept, a member of ``comp`` among them: member -> (doubled family, skipped
-    family). Families in ``quiet`` (send/recv groups) are left out."""
-    history = {r: order.history(r) for r in ranks}
-    families = {r: {f for f, _ in h} - quiet for r, h in history.items()}
+    """Members of ``comp`` that broke turns that every other rank that issued both families
+    (``issuers(member, pair)``: the ranks it issues them with) kept, a member of ``comp``
+    among them: member -> (doubled family, skipped family). Families in ``quiet``
+    (send/recv groups) are left out."""
     found: dict[int, tuple[str, str]] = {}
     for r in comp:
-        for doubled, skipped in broken_turns(history[r], families[r]):
-            others = [m for m in history if m != r and {doubled, skipped} <= families[m]]
-            kept = all(_kept(_sequence(history[m], (doubled, skipped))) for m in others)
+        history = order.history(r)
+        for doubled, skipped in broken_turns(history, {f for f, _ in history} - quiet):
+            pair = (doubled, skipped)
+            others = [m for m in set(issuers(r, pair)) - {r} if set(pair) <= {f for f, _ in order.history(m)}]
+            kept = all(_kept(_sequence(order.history(m), pair)) for m in others)
             if kept and any(m in comp for m in others):
-                found[r] = (doubled, skipped)
+                found[r] = pair
                 break
     return found

@@ -197,13 +197,16 @@ def _adopt_by_status(status: pd.DataFrame, index: GroupIndex, names: _EntryNames
     for g in index.groups.values():
         if g.membership_source == Membership.INFERRED and g.desc and g.desc != DEFAULT_PG_DESC:
             by_desc[g.desc].append(g)
+    if not by_desc:
+        return
+    members = {desc: {r for g in groups for r in g.ranks} for desc, groups in by_desc.items()}
     orphans: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for rank, pg_id in zip(status_ranks, status_ids):
         if (rank, pg_id) in index.status_key_of or (rank, pg_id) in names.id_to_name or pg_id == DEFAULT_PG_ID:
             continue
         votes = donor_desc.get((layout[rank], pg_id))
         desc = next(iter(votes)) if votes and len(votes) == 1 else None
-        if desc in by_desc and not any(rank in g.ranks for g in by_desc[desc]):
+        if desc in members and rank not in members[desc]:
             orphans[desc].append((rank, pg_id))
     for desc, found in orphans.items():
         modal = full_size(by_desc[desc])
