@@ -210,7 +210,7 @@ def _pct(n: int, d: int) -> str:
 
 
 def table(results: list[CaseResult]) -> str:
-    """One row per (family, kind), a total per kind and overall."""
+    """One row per (family, kind), one per family (both kinds), a total per kind and overall."""
     graded = [r for r in results if r.status == "graded"]
     head = (
         f"{'family':18s} {'kind':5s} {'cases':>5s} {'exact':>11s} {'class':>11s} {'pass':>11s}"
@@ -233,6 +233,12 @@ def table(results: list[CaseResult]) -> str:
             sk = sum(1 for r in results if r.family == family and r.kind == kind and r.status != "graded")
             if rs or sk:
                 lines.append(row(family, kind, rs, sk))
+    lines.append("-" * len(head))
+    for family in FAMILIES:
+        rs = [r for r in graded if r.family == family]
+        sk = sum(1 for r in results if r.family == family and r.status != "graded")
+        if rs or sk:
+            lines.append(row(family, "both", rs, sk))
     lines.append("-" * len(head))
     for kind in KINDS:
         rs = [r for r in graded if r.kind == kind]
