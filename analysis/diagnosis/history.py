@@ -127,6 +127,16 @@ def call_text(rows: pd.DataFrame, columns: tuple[str, ...] = (s.OP, s.INPUT_SIZE
     return text
 
 
+def calls_by_seq(
+    rows: pd.DataFrame, columns: tuple[str, ...] = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES)
+) -> dict[int, set[tuple[str, ...]]]:
+    """seq -> the distinct whole calls (see :func:`call_text`) ``rows`` hold there."""
+    calls: dict[int, set[tuple[str, ...]]] = {}
+    for q, call in zip(rows[s.SEQ].astype(int), call_text(rows, columns).itertuples(index=False, name=None)):
+        calls.setdefault(q, set()).add(call)
+    return calls
+
+
 def seen_call_vote(cells: pd.DataFrame, key: str, seq: int, attribute: str, tied: list[str]) -> str | None:
     """The one ``tied`` value whose whole call (op, sizes, dtypes) the group's members all
     issued together at an earlier seq, where the other side's call never occurred there."""

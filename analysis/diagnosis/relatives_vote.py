@@ -15,19 +15,10 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import schema as s
-from .history import call_text
+from .history import calls_by_seq
 
 MIN_IN_STEP = 2
 """Seqs at which the side in step must match the other groups, every one of them."""
-
-
-def _calls(rows: pd.DataFrame) -> dict[int, set[tuple[str, ...]]]:
-    """seq -> the distinct whole calls (op, sizes, dtypes) recorded there."""
-    text = call_text(rows)
-    out: dict[int, set[tuple[str, ...]]] = {}
-    for q, call in zip(rows[s.SEQ].astype(int), text.itertuples(index=False, name=None)):
-        out.setdefault(q, set()).add(call)
-    return out
 
 
 def relatives_vote(
@@ -38,13 +29,15 @@ def relatives_vote(
     matched them at none."""
     if not relatives:
         return None
-    program = {q: c for q, c in _calls(cells.loc[cells[s.PG_KEY].isin(relatives).to_numpy()]).items() if len(c) == 1}
+    program = {
+        q: c for q, c in calls_by_seq(cells.loc[cells[s.PG_KEY].isin(relatives).to_numpy()]).items() if len(c) == 1
+    }
     group = cells.loc[(cells[s.PG_KEY] == key).to_numpy()]
     here = group.loc[group[s.SEQ] == seq]
     in_step: list[str] = []
     for value in tied:
         ranks = set(here.loc[(here[attribute].astype(str) == value).to_numpy(), s.RANK])
-        mine = _calls(group.loc[group[s.RANK].isin(ranks).to_numpy()])
+        mine = calls_by_seq(group.loc[group[s.RANK].isin(ranks).to_numpy()])
         compared = [q for q, c in mine.items() if q in program and len(c) == 1]
         matched = [q for q in compared if mine[q] == program[q]]
         if seq not in compared:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import schema as s
-from .history import call_text, known_site
+from .history import calls_by_seq, known_site
 
 MIN_SHIFTED = 2
 """Later seqs that must show the shift, every one of them, before it decides (and the two
@@ -28,10 +28,7 @@ Call = tuple[str, ...]
 def _side_calls(group_cells: pd.DataFrame, ranks: set[int]) -> dict[int, Call]:
     """seq -> the whole call ``ranks`` issued there, where all that recorded it agree."""
     rows = group_cells.loc[group_cells[s.RANK].isin(ranks).to_numpy()]
-    calls: dict[int, set[tuple[str, ...]]] = {}
-    for q, call in zip(rows[s.SEQ].astype(int), call_text(rows, _WHOLE).itertuples(index=False, name=None)):
-        calls.setdefault(q, set()).add(call)
-    return {q: next(iter(c)) for q, c in calls.items() if len(c) == 1}
+    return {q: next(iter(c)) for q, c in calls_by_seq(rows, _WHOLE).items() if len(c) == 1}
 
 
 def _of_the_program(mine: dict[int, Call], theirs: dict[int, Call], seq: int) -> bool | None:
