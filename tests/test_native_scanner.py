@@ -1454,3 +1454,26 @@ def test_fixed_discrepancy_appends_setitems_below_the_mark(data: bytes, tmp_path
     assert timed_scan(data) is None, "the scanner read a pickle the unpickler refuses"
     full = assert_same_both_ways(_write(tmp_path / "rank_0", data), 0)
     assert full.value == "corrupt or truncated pickle: UnpicklingError: unexpected MARK found"
+
+
+def test_a_shape_list_holding_none_is_a_clear_error(tmp_path: Path) -> None:
+    """Found by the generated-dump test: ``input_sizes`` of ``(None,)`` (a tuple holding
+    None, not a list of shapes) crashed both readers with a TypeError."""
+
+    def entry(sizes: object, rid: int) -> dict:
+        return {
+            "frames": [], "record_id": rid, "pg_id": 0, "process_group": ("0", "default_pg"),
+            "collective_seq_id": 0, "p2p_seq_id": 0, "op_id": rid + 1, "profiling_name": "nccl:all_reduce",
+            "time_created_ns": 0, "input_sizes": sizes, "input_dtypes": ["Float"], "output_sizes": [[4]],
+            "output_dtypes": ["Float"], "state": "scheduled", "time_discovered_started_ns": None,
+            "time_discovered_completed_ns": None, "retired": False, "is_p2p": False,
+        }  # fmt: skip
+
+    dump = {
+        "version": "2.0",
+        "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0]"}},
+        "entries": [entry((None,), 0), entry([], 1)],
+    }
+    path = _write(tmp_path / "rank_0", pickle.dumps(dump, protocol=0))
+    full = assert_same_both_ways(path, 0)
+    assert full.kind == "error" and "not a list of integers" in full.value

@@ -210,7 +210,7 @@ def shape_codes(obj_codes: np.ndarray, objs: list, key: str, limits: Limits) -> 
     except TypeError:
         raise DumpFormatError(f"'{key}' holds a value that is not a list of shapes") from None
     shapes = [shape for k in keys if type(k) is tuple for shape in k]
-    if not set(map(type, chain.from_iterable(shapes))) <= {int}:
+    if not all(type(shape) is tuple for shape in shapes) or not set(map(type, chain.from_iterable(shapes))) <= {int}:
         raise DumpFormatError(f"'{key}' holds a shape that is not a list of integers")
     content_codes, distinct = encode_values(keys, key, checked=True)
     codes = content_codes[obj_codes] if len(obj_codes) else obj_codes
