@@ -5,6 +5,9 @@ if __name__ == "__main__":  # a worker process started by spawn or forkserver im
     from .tables.worker_start import start_server_early
 
     start_server_early()  # the workers' server imports the reader while this process does too
+    from .ingest.process_limits import reuse_freed_memory
+
+    reuse_freed_memory()  # this process has one thread yet: see process_limits
     from .cli import main
 
     try:

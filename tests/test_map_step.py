@@ -191,3 +191,19 @@ def test_a_script_without_a_main_guard_still_loads_every_file(dumps: Path, tmp_p
     done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["32", "0", "True"]
+
+
+def test_freed_memory_is_kept_for_reuse_only_where_this_process_may_decide() -> None:
+    """glibc's thresholds hold for every thread of a process: a one-thread command line
+    sets them, a process running other threads (a server) does not."""
+    script = (
+        "import sys, threading, time\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "from analysis.ingest.process_limits import reuse_freed_memory\n"
+        "alone = reuse_freed_memory()\n"
+        "t = threading.Thread(target=time.sleep, args=(1,)); t.start()\n"
+        "print(alone, reuse_freed_memory())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False"]

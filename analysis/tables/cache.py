@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..types import DumpFile, FileError
 
@@ -79,6 +78,8 @@ def has_cached(key: str) -> bool:
 
 def read_cached(key: str) -> tuple[dict[str, pa.Table], list[FileError]] | None:
     """The cached tables for ``key``, or None when there are none (or they are unreadable)."""
+    import pyarrow.parquet as pq  # imported where used: a cold run needs it only after the map step
+
     folder = cache_root() / key[:32]
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -93,6 +94,8 @@ def read_cached(key: str) -> tuple[dict[str, pa.Table], list[FileError]] | None:
 
 def write_cached(key: str, tables: dict[str, pa.Table], errors: Sequence[FileError]) -> None:
     """Store the tables; failures (read-only home, full disk) only cost the next open its speed."""
+    import pyarrow.parquet as pq  # imported where used: a cold run needs it only after the map step
+
     root = cache_root()
     folder = root / key[:32]
     try:

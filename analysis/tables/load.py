@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .. import schema as s
 from ..ingest.discover import discover
@@ -84,6 +83,8 @@ _PART_TABLES = ("entries", "stacks", "configs", "status", "meta")
 
 def write_file_tables(part: FileTables, folder: str | Path) -> Path:
     """Store one file's tables as Parquet: the output of a map step run on a cluster."""
+    import pyarrow.parquet as pq
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name in _PART_TABLES:
@@ -95,6 +96,8 @@ def read_file_tables(folder: str | Path) -> FileTables:
     """The tables :func:`write_file_tables` stored, ready for :func:`combine`.
 
     Parts stored before the files table held the health checks get them as nulls."""
+    import pyarrow.parquet as pq
+
     tables = {name: pq.read_table(Path(folder) / f"{name}.parquet") for name in _PART_TABLES}
     tables["meta"] = with_columns_of(tables["meta"], s.RANK_SCHEMA)
     return FileTables(**tables)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
-from ..ingest.process_limits import mark_worker_process
+from ..ingest.process_limits import mark_worker_process, reuse_freed_memory
 from ..types import DumpFile, FileError, Limits, LoadCancelled
 from .mapstep import BatchResult, Inline, InOrder, OnResult, file_size, load_batch
 from .worker_start import worker_context
@@ -47,6 +47,7 @@ class WorkersCannotStart(Exception):
 def _serve(conn: Connection, loader: Loader, limits: Limits) -> None:
     """A worker's life: read batches until told to stop or the parent goes away."""
     mark_worker_process()
+    reuse_freed_memory()
     conn.send(READY)
     while True:
         try:
