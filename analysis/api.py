@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
 def import_analysis() -> None:
     """Import the modules that turn loaded dumps into a Report."""
-    from .report import build, proxy  # noqa: F401
+    from .report import build  # noqa: F401
+
+
+def import_analysis_and_proxy() -> None:
+    """:func:`import_analysis`, and what adds NCCL proxy-op waits to a Report."""
+    import_analysis()
+    from .ingest import proxy_ops  # noqa: F401
+    from .report import proxy  # noqa: F401
 
 
 def analyze(
@@ -57,14 +64,17 @@ def analyze(
         limits=limits,
         use_cache=use_cache,
         engine=engine,
-        meanwhile=import_analysis,
+        meanwhile=import_analysis if proxy_ops is None else import_analysis_and_proxy,
     )
-    from .ingest.proxy_ops import read_proxy_ops
     from .report.build import analyze_dumps
-    from .report.proxy import with_proxy_waits
 
     report = analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
-    return with_proxy_waits(report, read_proxy_ops(proxy_ops)) if proxy_ops is not None else report
+    if proxy_ops is None:
+        return report
+    from .ingest.proxy_ops import read_proxy_ops
+    from .report.proxy import with_proxy_waits
+
+    return with_proxy_waits(report, read_proxy_ops(proxy_ops))
 
 
 def analyze_proxy_ops(path: str | Path) -> Report:
