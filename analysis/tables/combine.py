@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import schema as s
+from ..ingest.process_limits import KEPT_FREE_BYTES
 from ..types import FileTables
 
 _NARROW = np.int16
@@ -144,6 +145,7 @@ class TablesBuilder:
         plain, self._plain = self._plain, {name: [] for name in self._plain}
         stack_numbers, self._stack_numbers = self._stack_numbers, []
         columns: dict[str, pa.Array] = {}
+        freed = 0
         for field in s.ENTRY_SCHEMA:  # one contiguous array each: numpy views need no concatenation
             if field.name in self._text:
                 columns[field.name] = self._text[field.name].finish()
@@ -159,7 +161,12 @@ class TablesBuilder:
                     columns[field.name] = _narrow(pa.chunked_array(wide, pa.int64()).combine_chunks())
             else:
                 columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
-            return_freed_memory()  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
+            freed += columns[
+                field.name
+            ].nbytes  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
+            if freed >= KEPT_FREE_BYTES:
+                return_freed_memory()
+                freed = 0
         configs = self._small["configs"] or [RankLists().encode(s.CONFIG_SCHEMA.empty_table())]
         return {
             "entries": pa.table(columns),
@@ -187,7 +194,9 @@ def return_freed_memory() -> None:
 
     Arrow's allocator and glibc's heap both keep what was freed (the per-file tables, the
     pool's transfer buffers): at 4,096 ranks about 0.9 GB that would otherwise add to the
-    analysis' peak.
+    analysis' peak. Callers hand memory back once at least KEPT_FREE_BYTES is free: less
+    is kept for reuse (see ``process_limits.reuse_freed_memory``), as its pages would
+    only be faulted in again.
     """
     pa.default_memory_pool().release_unused()
     try:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from .. import schema as s
 from ..ingest.discover import discover
-from ..ingest.process_limits import may_set_process_limits
+from ..ingest.process_limits import KEPT_FREE_BYTES, may_set_process_limits
 from ..ingest.safe_pickle import collector_paused
 from ..types import DEFAULT_LIMITS, DumpFile, DumpSet, FileError, FileTables, Limits
 from . import cache
@@ -53,11 +53,13 @@ def _to_pandas(table: pa.Table, keep_table: bool = False) -> pd.DataFrame:
 
 def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = (), keep_tables: bool = False) -> DumpSet:
     """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks."""
+    size = sum(t.nbytes for t in tables.values())  # before the conversion frees them
     frames = {
         name: _to_pandas(tables[name], keep_tables) for name in ("entries", "stacks", "configs", "status", "files")
     }
     dumps = DumpSet(**frames, file_errors=list(errors))
-    return_freed_memory()
+    if not keep_tables and size >= KEPT_FREE_BYTES:
+        return_freed_memory()  # the tables' columns, freed as they were converted
     return dumps
 
 
