@@ -2,6 +2,10 @@ import os
 import sys
 
 if __name__ == "__main__":  # a worker process started by spawn or forkserver imports this too
+    # No linear algebra here: without this, numpy's OpenBLAS starts a thread per core in
+    # this process and in the workers' server, and they spin on the cores the workers read
+    # on (0.1 s of CPU in a 256-rank run). Set before numpy is imported; inherited by both.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .tables.worker_start import start_server_early
 
     start_server_early()  # the workers' server imports the reader while this process does too
