@@ -98,7 +98,7 @@ class DumpSet:
 
     @property
     def ranks(self) -> list[int]:
-        return sorted(int(r) for r in self.files[s.RANK])
+        return sorted(self.files[s.RANK].to_numpy(dtype="int64").tolist())
 
 
 # -- hosts ---------------------------------------------------------------------------

@@ -89,6 +89,17 @@ def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _history_by_key(agreed: pd.DataFrame) -> dict[str, dict[int, int]]:
+    """key -> {seq: agreed value}, from :func:`_agreed`'s rows (in their order within a key)."""
+    codes, keys = pd.factorize(agreed["key"].to_numpy())
+    order = np.argsort(codes, kind="stable")
+    starts = np.flatnonzero(np.diff(codes[order])) + 1
+    seqs = np.split(agreed["seq"].to_numpy()[order], starts)
+    values = np.split(agreed["v"].to_numpy()[order], starts)
+    first = codes[order][np.concatenate(([0], starts))] if len(order) else []
+    return {str(keys[c]): dict(zip(q.tolist(), v.tolist())) for c, q, v in zip(first, seqs, values)}
+
+
 def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
     """Split each description's groups into families by their agreed history."""
     family_of = {k: d or k for k, d in desc_of.items()}
@@ -100,7 +111,7 @@ def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
     if cells.empty or not several:
         return Families(family_of, frozenset(known), dict(desc_of))
     agreed = _agreed(cells)
-    history = {k: dict(zip(part["seq"].tolist(), part["v"].tolist())) for k, part in agreed.groupby("key", sort=False)}
+    history = _history_by_key(agreed)
     for desc, keys in several.items():
         common = set.intersection(*(set(history.get(k, {})) for k in keys))
         window = sorted(common)[-SIGNATURE_SEQS:]

@@ -38,6 +38,7 @@ class ProgramOrder:
         self._desc = desc_codes[keys.cat.codes.to_numpy()]
         self._seq = cells[s.SEQ].to_numpy(dtype=np.int64)
         self._rank = cells[s.RANK].to_numpy(dtype=np.int64)
+        self._rank_sorted = bool(np.all(self._rank[1:] >= self._rank[:-1]))
         self._rid = entries[s.RECORD_ID].to_numpy(dtype=np.int64, na_value=-1)[cells["row"].to_numpy()]
         self._tokens: dict[Token, dict[int, int]] = {}
         self._arrays: dict[Token, np.ndarray] = {}
@@ -54,9 +55,15 @@ class ProgramOrder:
             self._tokens[token] = dict(zip(self._rank[hit].tolist(), self._rid[hit].tolist()))
         return self._tokens[token]
 
+    def _rows_of(self, rank: int) -> np.ndarray:
+        """The cells of ``rank``: a slice where cells come rank by rank (as loaded), else a scan."""
+        if self._rank_sorted:
+            return np.arange(*np.searchsorted(self._rank, [rank, rank + 1]))
+        return np.flatnonzero(self._rank == rank)
+
     def _history(self, rank: int) -> list[tuple[int, Token]]:
         if rank not in self._ranks:
-            hit = np.flatnonzero(self._rank == rank)
+            hit = self._rows_of(rank)
             hit = hit[np.lexsort((self._seq[hit], self._desc[hit], self._rid[hit]))]
             names = [self._desc_names[d] for d in self._desc[hit].tolist()]
             self._ranks[rank] = list(zip(self._rid[hit].tolist(), zip(names, self._seq[hit].tolist())))
