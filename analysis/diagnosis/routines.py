@@ -26,6 +26,9 @@ class Routines:
         self._routines: dict[int, Routine | None] = {}
         self._departures: dict[int, list[Departure]] = {}
         self._stage = a.levels.recorded_stage
+        self._same: dict[int, tuple[int, ...]] = {}
+        self._by_program: dict[object, list[int]] | None = None
+        self._at_stage: dict[tuple[object, object], frozenset[int]] = {}
 
     def routine(self, rank: int) -> Routine | None:
         if rank not in self._routines:
@@ -44,11 +47,21 @@ class Routines:
         """A few other ranks that run ``rank``'s program (the same program families), those at
         its stage of the pipeline groups that record send/recvs first: a sample of one stage
         alone would speak for another stage's counts."""
-        program = self.steps.program
-        mine, stage = program.get(rank), self._stage.get(rank)
-        same = [r for r in sorted(program) if r != rank and program[r] == mine]
-        same.sort(key=lambda r: self._stage.get(r) != stage)
-        return same[:SAME_PROGRAM_SAMPLE]
+        if rank not in self._same:
+            program = self.steps.program
+            stage = self._stage.get(rank)
+            same = [r for r in self._ranks_running(program.get(rank)) if r != rank]
+            same.sort(key=lambda r: self._stage.get(r) != stage)
+            self._same[rank] = tuple(same[:SAME_PROGRAM_SAMPLE])
+        return list(self._same[rank])
+
+    def _ranks_running(self, program: object) -> list[int]:
+        """The ranks whose program is ``program``, in rank order."""
+        if self._by_program is None:
+            self._by_program = {}
+            for r, p in sorted(self.steps.program.items()):
+                self._by_program.setdefault(p, []).append(r)
+        return self._by_program.get(program, [])
 
     def stage_of(self, rank: int) -> Stage | None:
         """``rank``'s place in the pipeline (None where no group shows it)."""
@@ -58,9 +71,10 @@ class Routines:
         """Every rank that runs ``rank``'s program at its stage, ``rank`` too: where a family's
         seq stands in the program differs between stages (the stages' tensor-parallel groups
         issue different numbers of collectives per step)."""
-        program = self.steps.program
-        mine, stage = program.get(rank), self._stage.get(rank)
-        return {r for r, p in program.items() if p == mine and self._stage.get(r) == stage} | {rank}
+        key = (self.steps.program.get(rank), self._stage.get(rank))
+        if key not in self._at_stage:
+            self._at_stage[key] = frozenset(r for r in self._ranks_running(key[0]) if self._stage.get(r) == key[1])
+        return set(self._at_stage[key]) | {rank}
 
     def own_departures(self, rank: int, also: list[int] = ()) -> list[Departure]:
         """``rank``'s departures that neither ``also`` nor a few ranks of its program share, oldest first."""

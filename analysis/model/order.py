@@ -41,6 +41,7 @@ class ProgramOrder:
         self._rank_sorted = bool(np.all(self._rank[1:] >= self._rank[:-1]))
         self._rid = entries[s.RECORD_ID].to_numpy(dtype=np.int64, na_value=-1)[cells["row"].to_numpy()]
         self._tokens: dict[Token, dict[int, int]] = {}
+        self._issuers: dict[Token, frozenset[int]] = {}
         self._arrays: dict[Token, np.ndarray] = {}
         self._world = int(self._rank.max()) + 1 if len(self._rank) else 0
         self._ranks: dict[int, list[tuple[int, Token]]] = {}
@@ -72,8 +73,10 @@ class ProgramOrder:
     def token(self, pg_key: str, seq: int) -> Token:
         return (self._desc_of.get(pg_key, pg_key), seq)
 
-    def issuers(self, token: Token) -> set[int]:
-        return set(self._records(token))
+    def issuers(self, token: Token) -> frozenset[int]:
+        if token not in self._issuers:
+            self._issuers[token] = frozenset(self._records(token))
+        return self._issuers[token]
 
     def before(self, first: Token, second: Token, leave_out: Ranks = frozenset(), only: Ranks | None = None) -> int:
         """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if
@@ -81,13 +84,18 @@ class ProgramOrder:
         a, b = self._record_array(first), self._record_array(second)
         both = (a != _NOT_ISSUED) & (b != _NOT_ISSUED)
         if leave_out:
-            both[[r for r in leave_out if r < len(both)]] = False
+            both &= ~self._rank_mask(leave_out)
         if only is not None:
-            keep = np.zeros(len(both), dtype=bool)
-            keep[[r for r in only if r < len(both)]] = True
-            both &= keep
+            both &= self._rank_mask(only)
         votes = int(np.count_nonzero(a[both] < b[both])) * 2 - int(np.count_nonzero(both))
         return (votes > 0) - (votes < 0)
+
+    def _rank_mask(self, ranks: Ranks) -> np.ndarray:
+        """True at each of ``ranks`` (those below the world size), by rank."""
+        mask = np.zeros(self._world, dtype=bool)
+        at = np.fromiter(ranks, dtype=np.int64, count=len(ranks))
+        mask[at[(at >= 0) & (at < self._world)]] = True
+        return mask
 
     def _record_array(self, token: Token) -> np.ndarray:
         """record_id by rank (_NOT_ISSUED where none), for array-wide votes; the newest few are kept."""
