@@ -247,7 +247,7 @@ def load(
     )
     errors = [*discover_errors, *read_errors]
     tables = builder.finish()
-    if key and sum(t.nbytes for t in tables.values()) <= _CACHE_IN_BACKGROUND_BYTES:
+    if key and cache_in_background(sum(t.nbytes for t in tables.values())):
         # written on the other core while the analysis runs; the interpreter waits for it at exit
         writer = threading.Thread(target=cache.write_cached, args=(key, tables, list(errors)), name="flightdeck-cache")
         writer.start()
@@ -297,7 +297,29 @@ def finish_cache_writes() -> None:
         _CACHE_WRITERS.pop(next(iter(_CACHE_WRITERS))).join()
 
 
+def cache_in_background(table_bytes: int) -> bool:
+    """Whether the tables' cache is written on a thread while the analysis runs.
+
+    That keeps the tables alive beside the pandas frames (which share the numeric columns
+    with them, so the peak grows by about half the tables: at 4,096 ranks 1.25 -> 1.42 GB)
+    and takes the write off the analysis' path (13.8 -> 12.7 s). Chosen where the tables
+    are small, or at most an eighth of the memory available now; otherwise they are written
+    first and then handed over to pandas column by column, for the lowest peak.
+    """
+    return table_bytes <= max(_CACHE_IN_BACKGROUND_BYTES, memory_available() // 8)
+
+
+def memory_available() -> int:
+    """The memory the kernel says is available (free plus reclaimable), or 0 where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 _CACHE_IN_BACKGROUND_BYTES = 256 << 20
-"""Up to this size the tables are cached in the background, which keeps them alive beside
-the pandas frames; above it they are written first and then handed over to pandas
-column by column, which keeps the peak memory down."""
+"""Tables up to this size are always cached in the background."""
