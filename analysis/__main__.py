@@ -6,6 +6,11 @@ if __name__ == "__main__":  # a worker process started by spawn or forkserver im
     # this process and in the workers' server, and they spin on the cores the workers read
     # on (0.1 s of CPU in a 256-rank run). Set before numpy is imported; inherited by both.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # One allocator for the columns and the buffers they are built from: Arrow's own pool
+    # (mimalloc) takes fresh pages, in huge pages, for every combined column while the parts'
+    # buffers are freed to glibc's heap; from that heap the memory is reused instead
+    # (4,096 ranks: combining the parts 1.6 -> 0.4 s, the run 13.6 -> 11-12 s).
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     from .tables.worker_start import start_server_early
 
     start_server_early()  # the workers' server imports the reader while this process does too
