@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from analysis.tables.load import memory_available
 from benchmarks import flightdeck, frtrace, report
 from benchmarks.floor import dump_files
 from benchmarks.measure import RunResult, run_measured
@@ -152,7 +153,7 @@ def bench_frtrace(
 ) -> dict:
     """Run fr_trace under the memory guard, or explain why it was skipped."""
     limit = int(args.frtrace_mem_limit_gb * GB)
-    avail = _mem_available()
+    avail = memory_available()
     if avail:
         limit = min(limit, int(avail * 0.9))
     predicted = frtrace.predict_peak_rss(dump_bytes, seen)
@@ -200,17 +201,6 @@ def _loadavg() -> float | None:
             return float(f.read().split()[0])
     except (OSError, ValueError):
         return None
-
-
-def _mem_available() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def bench_size(ranks: int, args: argparse.Namespace, seen: list[tuple[int, int]]) -> dict:
