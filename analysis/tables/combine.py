@@ -161,9 +161,8 @@ class TablesBuilder:
                     columns[field.name] = _narrow(pa.chunked_array(wide, pa.int64()).combine_chunks())
             else:
                 columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
-            freed += columns[
-                field.name
-            ].nbytes  # the files' buffers sit in glibc's heap, the new column in Arrow's pool
+            # the parts' buffers of this column are free now (about its size): handed back in bulk
+            freed += columns[field.name].nbytes
             if freed >= KEPT_FREE_BYTES:
                 return_freed_memory()
                 freed = 0
