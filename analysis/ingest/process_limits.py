@@ -3,9 +3,10 @@
 Reading a dump caps the address space (``RLIMIT_AS``) and pauses the cyclic garbage
 collector, workers and the command line keep freed memory for reuse (see
 :func:`reuse_freed_memory`), and the parent of a pool used to shorten the thread switch
-interval. Each of these holds for the whole process: in a server (Streamlit runs a dozen threads) they would
-bind threads that never asked for them, so there they are left alone and the files are
-read in worker processes instead, which set them for themselves.
+interval. Each of these holds for the whole process: in a server (Streamlit runs a
+dozen threads) they would bind threads that never asked for them, so there they are
+left alone and the files are read in worker processes instead, which set them for
+themselves.
 """
 
 from __future__ import annotations
