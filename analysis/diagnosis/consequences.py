@@ -167,7 +167,7 @@ class Steps:
             return False
         for g in self.step_groups(rank):
             level = set(g.ranks) <= self.silent and len({self.issued(g, r) for r in g.ranks}) == 1
-            if level and not self.behind_its_mates(rank, g):
+            if level and not self.behind_its_mates(rank, g) and not self.ahead_of_a_mate(rank, g):
                 return True
         return False
 
@@ -188,15 +188,24 @@ class Steps:
     def behind_its_mates(self, rank: int, g: ProcessGroup) -> bool:
         """Every step-mate in ``g`` issued more of another group's collectives (in its own group
         of that description) than ``rank`` did: level in ``g``, ``rank`` stopped earlier."""
+        return any(theirs and all(n > mine for n in theirs) for mine, theirs in self._counts_beside(rank, g))
+
+    def ahead_of_a_mate(self, rank: int, g: ProcessGroup) -> bool:
+        """A step-mate in ``g`` issued fewer of another group's collectives (in its own group of
+        that description) than ``rank`` did: level in ``g``, but ``rank`` went on past the
+        point where that mate stopped, so the two did not stop together."""
+        return any(0 <= n < mine for mine, theirs in self._counts_beside(rank, g) for n in theirs)
+
+    def _counts_beside(self, rank: int, g: ProcessGroup) -> list[tuple[int, list[int]]]:
+        """For each other described group of ``rank``: its count there, and the counts of its
+        step-mates in ``g`` in their groups of that description (step-mates run one program,
+        so those groups are of one family)."""
         mates = [r for r in g.ranks if r != rank]
-        for h in self.groups_of[rank]:
-            if h.key == g.key or not h.desc:
-                continue
-            mine = self.issued(h, rank)
-            theirs = [self.issued(x, m) for m in mates for x in self.groups_of[m] if x.desc == h.desc]
-            if theirs and all(n > mine for n in theirs):
-                return True
-        return False
+        return [
+            (self.issued(h, rank), [self.issued(x, m) for m in mates for x in self.groups_of[m] if x.desc == h.desc])
+            for h in self.groups_of[rank]
+            if h.key != g.key and h.desc
+        ]
 
 
 def after_mismatch(
