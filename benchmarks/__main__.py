@@ -64,7 +64,9 @@ WARM_IMPORTS = (
 
 def warm_bytecode() -> None:
     """Compile what the timed runs import, as their first run on any machine would."""
-    subprocess.run([sys.executable, "-c", WARM_IMPORTS], cwd=str(flightdeck.REPO_ROOT), env=_env(), check=True)
+    subprocess.run(
+        [sys.executable, "-c", WARM_IMPORTS], cwd=str(flightdeck.REPO_ROOT), env=_env(), check=True, timeout=600
+    )
 
 
 def ensure_set(root: Path, ranks: int, args: argparse.Namespace) -> tuple[Path, dict, bool]:
