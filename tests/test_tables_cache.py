@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 from pathlib import Path
 
@@ -63,9 +64,7 @@ def test_large_tables_are_cached_in_the_background_only_where_memory_allows(monk
 
 
 def test_memory_available_reads_this_machine() -> None:
-    import os
-
-    available = importlib.import_module("analysis.tables.load").memory_available()
+    available = load_module.memory_available()
     if os.path.exists("/proc/meminfo"):
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         assert 0 < available <= total

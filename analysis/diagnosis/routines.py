@@ -27,7 +27,10 @@ class Routines:
         self._departures: dict[int, list[Departure]] = {}
         self._stage = a.levels.recorded_stage
         self._same: dict[int, tuple[int, ...]] = {}
-        self._by_program: dict[object, list[int]] | None = None
+        self._by_program: dict[object, list[int]] = {}
+        """The ranks of each program, in rank order."""
+        for r, p in sorted(self.steps.program.items()):
+            self._by_program.setdefault(p, []).append(r)
         self._at_stage: dict[tuple[object, object], frozenset[int]] = {}
 
     def routine(self, rank: int) -> Routine | None:
@@ -50,18 +53,10 @@ class Routines:
         if rank not in self._same:
             program = self.steps.program
             stage = self._stage.get(rank)
-            same = [r for r in self._ranks_running(program.get(rank)) if r != rank]
+            same = [r for r in self._by_program.get(program.get(rank), []) if r != rank]
             same.sort(key=lambda r: self._stage.get(r) != stage)
             self._same[rank] = tuple(same[:SAME_PROGRAM_SAMPLE])
         return list(self._same[rank])
-
-    def _ranks_running(self, program: object) -> list[int]:
-        """The ranks whose program is ``program``, in rank order."""
-        if self._by_program is None:
-            self._by_program = {}
-            for r, p in sorted(self.steps.program.items()):
-                self._by_program.setdefault(p, []).append(r)
-        return self._by_program.get(program, [])
 
     def stage_of(self, rank: int) -> Stage | None:
         """``rank``'s place in the pipeline (None where no group shows it)."""
@@ -73,7 +68,7 @@ class Routines:
         issue different numbers of collectives per step)."""
         key = (self.steps.program.get(rank), self._stage.get(rank))
         if key not in self._at_stage:
-            self._at_stage[key] = frozenset(r for r in self._ranks_running(key[0]) if self._stage.get(r) == key[1])
+            self._at_stage[key] = frozenset(r for r in self._by_program.get(key[0], []) if self._stage.get(r) == key[1])
         return set(self._at_stage[key]) | {rank}
 
     def own_departures(self, rank: int, also: list[int] = ()) -> list[Departure]:
