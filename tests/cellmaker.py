@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import schema as s
+from analysis.model.cells import with_collective_ids
 
 TEXT = (s.PG_KEY, s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE, s.STATE)
 
@@ -31,7 +32,7 @@ def make_cells(rows: list[dict]) -> pd.DataFrame:
     cells = pd.DataFrame(full)
     for col in TEXT:
         cells[col] = cells[col].astype("category")
-    return cells
+    return with_collective_ids(cells)
 
 
 def make_entries(rows: list[dict]) -> pd.DataFrame:

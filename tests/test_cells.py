@@ -32,7 +32,12 @@ def cell_frames(draw) -> pd.DataFrame:
 @given(cell_frames())
 def test_shared_cells_match_pandas(cells: pd.DataFrame) -> None:
     expected = cells.duplicated([s.PG_KEY, s.SEQ, s.RANK], keep=False).to_numpy()
-    assert _shared_cells(cells).tolist() == expected.tolist()
+    shared, collective = _shared_cells(cells)
+    assert shared.tolist() == expected.tolist()
+    if collective is not None:  # one id per (group, seq): the same partition as pandas'
+        pandas_ids = cells.groupby([s.PG_KEY, s.SEQ], observed=True, sort=False).ngroup().to_numpy()
+        assert len(set(zip(collective.tolist(), pandas_ids.tolist()))) == len(set(pandas_ids.tolist()))
+        assert len(set(collective.tolist())) == len(set(pandas_ids.tolist()))
 
 
 @settings(max_examples=200, deadline=None)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..model.cells import DONE, ROW, created_ns
+from ..model.cells import COLLECTIVE, DONE, ROW, created_ns
 from ..tables.rowindex import rank_blocks
 from ..tables.rowkeys import equals, flag, group_ids
 from ..types import FailureClass
@@ -109,7 +109,7 @@ def _no_stacks(a: Analysis) -> Caveat | None:
     if not json_ranks:
         return None
     e = a.dumps.entries
-    with_stack = set(np.unique(e[s.RANK].to_numpy(dtype=np.int64)[e[s.STACK_ID].notna().to_numpy()]).tolist())
+    with_stack = _ranks_where(e, e[s.STACK_ID].notna().to_numpy())
     ranks = tuple(sorted(json_ranks - with_stack))
     return Caveat(CaveatKind.NO_STACKS, ranks, False) if ranks else None
 
@@ -124,9 +124,16 @@ def _only_active(a: Analysis) -> Caveat | None:
         return None
     e = a.dumps.entries
     done = equals(e[s.STATE], "completed") | flag(e[s.RETIRED])
-    with_done = set(np.unique(e[s.RANK].to_numpy(dtype=np.int64)[done]).tolist())
+    with_done = _ranks_where(e, done)
     ranks = tuple(sorted(finished - with_done))
     return Caveat(CaveatKind.ONLY_ACTIVE, ranks, False) if ranks else None
+
+
+def _ranks_where(entries: pd.DataFrame, rows: np.ndarray) -> set[int]:
+    """The ranks of the entries where ``rows`` is True: counted, not sorted (a rank is a
+    small number, never negative: see ``parse``)."""
+    ranks = entries[s.RANK].to_numpy(dtype=np.int64)[rows]
+    return set(np.flatnonzero(np.bincount(ranks)).tolist()) if len(ranks) else set()
 
 
 # -- what the dumps can tell -------------------------------------------------------------
@@ -212,13 +219,15 @@ def _clocks(a: Analysis) -> Caveat | None:
     lockstep no rank can be a whole step ahead or behind, so an offset above the step time
     (the longest typical gap between consecutive collectives of one group) is the clock.
     """
-    c = a.cells.loc[a.cells[DONE].to_numpy(), [s.PG_KEY, s.SEQ, s.RANK, ROW]]
-    if c.empty:
+    done = a.cells[DONE].to_numpy()
+    finished = int(np.count_nonzero(done))
+    if not finished:
         return None
-    per_rank = len(c) // max(1, c[s.RANK].nunique())
-    every = max(1, len(c) // _CLOCK_SAMPLE_CELLS, per_rank // _CLOCK_CELLS_PER_RANK)
+    per_rank = finished // np.count_nonzero(np.bincount(a.cells[s.RANK].to_numpy(dtype=np.int64)[done]))
+    every = max(1, finished // _CLOCK_SAMPLE_CELLS, per_rank // _CLOCK_CELLS_PER_RANK)
     if every > 1:  # whole collectives: every member of a kept seq stays
-        c = c.loc[(c[s.SEQ].to_numpy() % every) == 0]
+        done = done & ((a.cells[s.SEQ].to_numpy() % every) == 0)
+    c = a.cells.loc[done, [s.PG_KEY, s.SEQ, s.RANK, ROW, COLLECTIVE]]
     t = created_ns(a.dumps.entries, c).to_numpy(dtype=np.float64, na_value=np.nan)
     keep = ~np.isnan(t)
     c, t = c.loc[keep], t[keep]
@@ -236,7 +245,7 @@ def _clocks(a: Analysis) -> Caveat | None:
 
 
 def _offsets(c: pd.DataFrame, t: np.ndarray) -> dict[int, float]:
-    coll = group_ids(c, [s.PG_KEY, s.SEQ], first_seen=False)
+    coll = c[COLLECTIVE].to_numpy()
     order = np.lexsort((t, coll))
     coll_sorted, t_sorted = coll[order], t[order]
     starts = np.flatnonzero(np.concatenate(([True], coll_sorted[1:] != coll_sorted[:-1])))

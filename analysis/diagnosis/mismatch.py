@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..model.cells import COLLECTIVE
 from ..model.families import Families
-from ..tables.rowkeys import group_ids
 from ..types import FailureClass
 from .history import history_shift, history_vote, predecessor_vote, seen_call_vote
 from .relatives_vote import relatives_vote
@@ -86,7 +86,7 @@ def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
     found: list[Mismatch] = []
     if cells.empty:
         return found
-    gid = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
+    gid = cells[COLLECTIVE].to_numpy()
     op_ok = cells[s.OP].cat.categories.map(sizes_comparable).to_numpy(dtype=bool)
     op_codes = cells[s.OP].cat.codes.to_numpy()
     flagged: set[tuple[str, int, int]] = set()

@@ -20,8 +20,8 @@ import pandas as pd
 
 from .. import schema as s
 from ..opnames import is_exchange
-from ..tables.rowkeys import group_ids
 from ..types import Membership
+from .cells import COLLECTIVE
 from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, ProcessGroup
 
 SIGNATURE_SEQS = 64
@@ -64,7 +64,7 @@ def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
         if col == s.INPUT_SIZES:
             codes = np.where(exchange, 0, codes)  # an exchange's sizes change every step
         value = value * (int(codes.max(initial=0)) + 1) + codes
-    gid = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
+    gid = cells[COLLECTIVE].to_numpy()
     n = int(gid.max()) + 1 if len(gid) else 0
     low = np.full(n, np.iinfo(np.int64).max)
     high = np.full(n, -1, dtype=np.int64)

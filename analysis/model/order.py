@@ -45,7 +45,7 @@ class ProgramOrder:
         self._arrays: dict[Token, np.ndarray] = {}
         self._world = int(self._rank.max()) + 1 if len(self._rank) else 0
         self._ranks: dict[int, list[tuple[int, Token]]] = {}
-        self._family_rids: dict[tuple[int, str], list[int]] = {}
+        self._family_rids: dict[tuple[int, str], np.ndarray] = {}
         self._desc_names = [str(d) for d in desc_names]
 
     def _records(self, token: Token) -> dict[int, int]:
@@ -133,9 +133,11 @@ class ProgramOrder:
         if at is None:
             return 0
         if (rank, family) not in self._family_rids:
-            self._family_rids[(rank, family)] = [rec for rec, t in self._history(rank) if t[0] == family]
+            hit = self._rows_of(rank)
+            code = self._desc_index.get(family, -1)
+            self._family_rids[(rank, family)] = np.sort(self._rid[hit][self._desc[hit] == code])
         rids = self._family_rids[(rank, family)]
-        return len(rids) - bisect.bisect_right(rids, at)
+        return len(rids) - int(np.searchsorted(rids, at, side="right"))
 
     def first_after(self, rank: int, record_id: int) -> tuple[int, Token] | None:
         """The first collective ``rank`` issued after its record ``record_id``, with its record id."""
