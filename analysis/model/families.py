@@ -53,9 +53,14 @@ class Families:
         return [k for k, d in self.description_of.items() if d == desc and k != key]
 
 
-def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
-    """(group key, seq, value) where every member issued the same op, sizes and dtypes (every
-    member that recorded the group's fullest seq)."""
+Agreed = tuple[np.ndarray, np.ndarray, np.ndarray, pd.Index]
+"""Per collective where the members agree: its group's key code, its seq, the agreed value;
+and the group keys the codes stand for."""
+
+
+def _agreed(cells: pd.DataFrame) -> Agreed:
+    """The collectives where every member issued the same op, sizes and dtypes (every member
+    that recorded the group's fullest seq), with that agreed value."""
     value = np.zeros(len(cells), dtype=np.int64)
     ops = cells[s.OP].array
     exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
@@ -75,29 +80,24 @@ def _agreed(cells: pd.DataFrame) -> pd.DataFrame:
     # every member recorded it: as many rows as the group's fullest seq (one member's row alone
     # agrees with nothing; after a skip, the rank that went on issues seqs its peers have not)
     rows_per_seq = np.bincount(gid, minlength=n)
-    key_codes = cells[s.PG_KEY].astype("category").cat.codes.to_numpy()[first] if n else np.zeros(0, dtype=np.int64)
+    keys = cells[s.PG_KEY].astype("category").array
+    key_codes = keys.codes[first] if n else np.zeros(0, dtype=np.int64)
     fullest = np.zeros(int(key_codes.max(initial=-1)) + 1, dtype=np.int64)
     np.maximum.at(fullest, key_codes, rows_per_seq)
     ok = np.flatnonzero((low == high) & (rows_per_seq == fullest[key_codes]))
-    rows = first[ok]
-    return pd.DataFrame(
-        {
-            "key": cells[s.PG_KEY].iloc[rows].astype(str).to_numpy(),
-            "seq": cells[s.SEQ].iloc[rows].to_numpy(),
-            "v": low[ok],
-        }
-    )
+    seqs = cells[s.SEQ].to_numpy()[first[ok]]
+    return key_codes[ok], seqs, low[ok], keys.categories
 
 
-def _history_by_key(agreed: pd.DataFrame) -> dict[str, dict[int, int]]:
-    """key -> {seq: agreed value}, from :func:`_agreed`'s rows (in their order within a key)."""
-    codes, keys = pd.factorize(agreed["key"].to_numpy())
+def _history_by_key(agreed: Agreed) -> dict[str, dict[int, int]]:
+    """key -> {seq: agreed value}, from :func:`_agreed`'s collectives (in their order within a key)."""
+    codes, seqs, values, keys = agreed
     order = np.argsort(codes, kind="stable")
     starts = np.flatnonzero(np.diff(codes[order])) + 1
-    seqs = np.split(agreed["seq"].to_numpy()[order], starts)
-    values = np.split(agreed["v"].to_numpy()[order], starts)
+    seq_parts = np.split(seqs[order], starts)
+    value_parts = np.split(values[order], starts)
     first = codes[order][np.concatenate(([0], starts))] if len(order) else []
-    return {str(keys[c]): dict(zip(q.tolist(), v.tolist())) for c, q, v in zip(first, seqs, values)}
+    return {str(keys[c]): dict(zip(q.tolist(), v.tolist())) for c, q, v in zip(first, seq_parts, value_parts)}
 
 
 def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
@@ -110,8 +110,7 @@ def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
     several = {d: keys for d, keys in by_desc.items() if len(keys) > 1}
     if cells.empty or not several:
         return Families(family_of, frozenset(known), dict(desc_of))
-    agreed = _agreed(cells)
-    history = _history_by_key(agreed)
+    history = _history_by_key(_agreed(cells))
     for desc, keys in several.items():
         common = set.intersection(*(set(history.get(k, {})) for k in keys))
         window = sorted(common)[-SIGNATURE_SEQS:]

@@ -45,7 +45,9 @@ class ProgramOrder:
         self._arrays: dict[Token, np.ndarray] = {}
         self._world = int(self._rank.max()) + 1 if len(self._rank) else 0
         self._ranks: dict[int, list[tuple[int, Token]]] = {}
-        self._family_rids: dict[tuple[int, str], np.ndarray] = {}
+        self._sorted: dict[int, np.ndarray] = {}
+        self._family_records: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """family -> its cells' ranks and record ids, by rank, then record id"""
         self._desc_names = [str(d) for d in desc_names]
 
     def _records(self, token: Token) -> dict[int, int]:
@@ -62,12 +64,20 @@ class ProgramOrder:
             return np.arange(*np.searchsorted(self._rank, [rank, rank + 1]))
         return np.flatnonzero(self._rank == rank)
 
+    def _in_order(self, rank: int) -> np.ndarray:
+        """The cells of ``rank`` in its record order."""
+        if rank not in self._sorted:
+            hit = self._rows_of(rank)
+            self._sorted[rank] = hit[np.lexsort((self._seq[hit], self._desc[hit], self._rid[hit]))]
+        return self._sorted[rank]
+
+    def _tokens_at(self, cells: np.ndarray) -> list[Token]:
+        return list(zip([self._desc_names[d] for d in self._desc[cells].tolist()], self._seq[cells].tolist()))
+
     def _history(self, rank: int) -> list[tuple[int, Token]]:
         if rank not in self._ranks:
-            hit = self._rows_of(rank)
-            hit = hit[np.lexsort((self._seq[hit], self._desc[hit], self._rid[hit]))]
-            names = [self._desc_names[d] for d in self._desc[hit].tolist()]
-            self._ranks[rank] = list(zip(self._rid[hit].tolist(), zip(names, self._seq[hit].tolist())))
+            cells = self._in_order(rank)
+            self._ranks[rank] = list(zip(self._rid[cells].tolist(), self._tokens_at(cells)))
         return self._ranks[rank]
 
     def token(self, pg_key: str, seq: int) -> Token:
@@ -113,8 +123,8 @@ class ProgramOrder:
         return [t for _, t in self._history(rank)]
 
     def recent(self, rank: int, n: int = 8) -> list[Token]:
-        """The rank's newest collectives, newest first."""
-        return [t for _, t in reversed(self._history(rank)[-n:])]
+        """The rank's newest collectives, newest first (the whole history is not built for it)."""
+        return self._tokens_at(self._in_order(rank)[-n:][::-1])
 
     def passed_without(self, rank: int, pending: Token, peers: list[int]) -> Token | None:
         """A collective ``rank`` issued after ``pending`` that every one of ``peers`` issued
@@ -132,12 +142,13 @@ class ProgramOrder:
         at = self._records(token).get(rank)
         if at is None:
             return 0
-        if (rank, family) not in self._family_rids:
-            hit = self._rows_of(rank)
-            code = self._desc_index.get(family, -1)
-            self._family_rids[(rank, family)] = np.sort(self._rid[hit][self._desc[hit] == code])
-        rids = self._family_rids[(rank, family)]
-        return len(rids) - int(np.searchsorted(rids, at, side="right"))
+        if family not in self._family_records:  # every rank's, at once: ranks are asked about by the hundred
+            hit = np.flatnonzero(self._desc == self._desc_index.get(family, -1))
+            hit = hit[np.lexsort((self._rid[hit], self._rank[hit]))]
+            self._family_records[family] = (self._rank[hit], self._rid[hit])
+        ranks, rids = self._family_records[family]
+        start, end = np.searchsorted(ranks, [rank, rank + 1])
+        return int(end - start - np.searchsorted(rids[start:end], at, side="right"))
 
     def first_after(self, rank: int, record_id: int) -> tuple[int, Token] | None:
         """The first collective ``rank`` issued after its record ``record_id``, with its record id."""
