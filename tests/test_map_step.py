@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import pickle
 import resource
 import shutil
 import subprocess
@@ -18,9 +19,9 @@ import pytest
 from map_loaders import misbehaving
 
 from analysis.tables.load import choose_engine, load
-from analysis.tables.mapstep import Inline
+from analysis.tables.mapstep import Inline, load_batch, pack, unpack
 from analysis.tables.pool import WORKER_NAME, WorkerPool
-from analysis.types import LoadCancelled
+from analysis.types import DumpFile, LoadCancelled
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_dumps" / "large_32_stuck"
 
@@ -207,3 +208,15 @@ def test_freed_memory_is_kept_for_reuse_only_where_this_process_may_decide() -> 
     done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "False"]
+
+
+def test_a_batch_result_packed_for_sending_reads_back_the_same(dumps: Path) -> None:
+    (dumps / "rank_40").write_bytes(b"\x80\x04not a pickle")
+    batch = [DumpFile(str(dumps / f"rank_{r}"), r) for r in (0, 1, 2, 40)]
+    part, errors = load_batch(batch)
+    assert part is not None and [Path(e.file).name for e in errors] == ["rank_40"]
+    got, got_errors = unpack(pickle.loads(pickle.dumps(pack((part, errors)))))
+    assert got_errors == errors
+    for name in ("entries", "stacks", "configs", "status", "meta"):
+        assert getattr(got, name).equals(getattr(part, name), check_metadata=True), name
+    assert unpack(pack((None, errors))) == (None, errors)

@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection, wait
 
 from ..ingest.process_limits import mark_worker_process, reuse_freed_memory
 from ..types import DumpFile, FileError, Limits, LoadCancelled
-from .mapstep import BatchResult, Inline, InOrder, OnResult, file_size, load_batch
+from .mapstep import BatchResult, Inline, InOrder, OnResult, file_size, load_batch, pack, unpack
 from .worker_start import worker_context
 
 Loader = Callable[[Sequence[DumpFile], Limits], BatchResult]
@@ -56,7 +56,7 @@ def _serve(conn: Connection, loader: Loader, limits: Limits) -> None:
             return
         if batch is None:
             return
-        conn.send(loader(batch, limits))
+        conn.send(pack(loader(batch, limits)))
 
 
 @dataclass
@@ -216,7 +216,7 @@ class _Run:
                     worker.ready = self.any_ready = True
                     continue
                 worker.task = None
-                self.order.add(task.index, task.files, result, task.position)
+                self.order.add(task.index, task.files, unpack(result), task.position)
             elif worker.process.sentinel in ready:
                 self.lost(worker, worker.died())
             elif worker.overdue(now):
