@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
 from .api import analyze, analyze_proxy_ops
 from .ingest.discover import discover
 from .ingest.hosts import read_hostfile
@@ -83,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def write_json_copies(path: str, pattern: str | None) -> list[str]:
     """``--debug``: a readable JSON twin of each pickle, for eyeballing and other tools."""
+    import orjson  # imported where used: only ``--debug`` writes JSON this way
+
     problems = []
     files, _ = discover(path, pattern)
     for f in files:

@@ -10,8 +10,6 @@ import stat
 import zlib
 from typing import IO, Any
 
-import orjson
-
 from ..types import DEFAULT_LIMITS, DumpFormatError, DumpReadError, FileTables, Limits
 from . import native
 from .parse import parse_dump
@@ -41,6 +39,8 @@ def _decode(stream: IO[bytes], limit: int, size_hint: int) -> tuple[Any, str]:
         data = stream.read(limit + 1)
         if len(data) > limit:
             raise DumpReadError(f"larger than the size limit of {limit} bytes")
+        import orjson  # imported where used: a set of pickles never needs it (16 ms a process)
+
         try:
             return orjson.loads(data), fmt
         except orjson.JSONDecodeError as exc:
