@@ -70,12 +70,13 @@ class Stacks:
         them); text and hash are built once per distinct stack."""
         ids: list[int] = []
         sites: list[str | None] = []
+        lines: dict[int, str] = {}  # frame object id -> its line, while ``distinct`` holds them all
         for frames in distinct:
             if frames is None:
                 ids.append(0)
                 sites.append(None)
             else:
-                sid, site = self._add(frames)
+                sid, site = self._add(frames, lines)
                 ids.append(sid)
                 sites.append(site)
         is_null = np.array([f is None for f in distinct] or [False])
@@ -83,21 +84,20 @@ class Stacks:
         mask = is_null[codes] if len(codes) else None
         return pa.array(values, mask=mask, type=pa.int64()), dict_array(codes, sites)
 
-    def _add(self, frames: Any) -> tuple[int, str]:
+    def _add(self, frames: Any, line_of: dict[int, str]) -> tuple[int, str]:
+        """The stack's id and call site; ``line_of`` holds the lines of frames seen already
+        (the writer shares one frame object among the stacks it appears in: in a typical
+        dump 38 distinct frames make 136 frames of stacks)."""
         if type(frames) is not list:
             raise DumpFormatError(f"'frames' is {describe(frames)}, expected a list")
         if len(frames) > self.limits.max_frames:
             raise DumpFormatError(f"an entry has {len(frames)} frames")
         lines = []
         for f in frames:
-            if type(f) is not dict:
-                raise DumpFormatError(f"a frame is {describe(f)}, expected a dict")
-            name, filename, line = f.get("name"), f.get("filename"), f.get("line")
-            if type(name) is not str or type(filename) is not str or len(name) + len(filename) > 8192:
-                raise DumpFormatError("a frame has no short string name and filename")
-            if line is not None and (type(line) is not int or not -(2**63) <= line < 2**63):
-                raise DumpFormatError(f"a frame's line is {describe(line)}")
-            lines.append(f"{filename}:{line} in {name}")
+            text = line_of.get(id(f))
+            if text is None:
+                text = line_of[id(f)] = _frame_line(f)
+            lines.append(text)
         text = "\n".join(lines)
         known = _KNOWN.get(text)
         if known is None:
@@ -109,6 +109,18 @@ class Stacks:
         if sid not in self.rows:
             self.rows[sid] = (len(lines), text, site)
         return sid, self.rows[sid][2]
+
+
+def _frame_line(f: Any) -> str:
+    """One checked frame as ``file:line in name``."""
+    if type(f) is not dict:
+        raise DumpFormatError(f"a frame is {describe(f)}, expected a dict")
+    name, filename, line = f.get("name"), f.get("filename"), f.get("line")
+    if type(name) is not str or type(filename) is not str or len(name) + len(filename) > 8192:
+        raise DumpFormatError("a frame has no short string name and filename")
+    if line is not None and (type(line) is not int or not -(2**63) <= line < 2**63):
+        raise DumpFormatError(f"a frame's line is {describe(line)}")
+    return f"{filename}:{line} in {name}"
 
 
 _KNOWN: dict[str, tuple[int, str]] = {}

@@ -187,9 +187,11 @@ def dict_array(codes: np.ndarray, texts: list[str | None]) -> pa.DictionaryArray
     slot: dict[str, int] = {}
     remap = np.array([-1 if x is None else slot.setdefault(x, len(slot)) for x in texts] or [0], dtype=np.int32)
     indices = remap[codes] if len(codes) else np.zeros(0, np.int32)
-    mask = indices < 0
-    indices = pa.array(np.where(mask, 0, indices), mask=mask if mask.any() else None, type=pa.int32())
-    return pa.DictionaryArray.from_arrays(indices, pa.array(list(slot), type=pa.string()))
+    if None in texts and (mask := indices < 0).any():
+        column = pa.array(np.where(mask, 0, indices), mask=mask, type=pa.int32())
+    else:
+        column = pa.array(indices, type=pa.int32())
+    return pa.DictionaryArray.from_arrays(column, pa.array(list(slot), type=pa.string()))
 
 
 def string_codes(
