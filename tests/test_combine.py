@@ -3,14 +3,18 @@ to what each file said."""
 
 from __future__ import annotations
 
+import gc
+import sys
+
 import pyarrow as pa
 import pytest
 from locations import SAMPLE_DUMPS
 
 from analysis import schema as s
 from analysis.ingest.discover import discover
-from analysis.tables.combine import _DictionaryColumn, _narrow, combine_tables, merge_parts
+from analysis.tables.combine import TablesBuilder, _DictionaryColumn, _narrow, combine_tables, merge_parts
 from analysis.tables.load import load_one
+from analysis.tables.mapstep import load_batch, pack, unpack
 
 TEXT = [f.name for f in s.ENTRY_SCHEMA if pa.types.is_dictionary(f.type)]
 PLAIN = [f.name for f in s.ENTRY_SCHEMA if f.name not in TEXT and f.name != s.STACK_ID]
@@ -84,3 +88,21 @@ def test_narrow_ids_stay_wide_when_they_do_not_fit() -> None:
     assert _narrow(pa.array([None, None], pa.int64())).type == pa.int32()
     wide = _narrow(pa.array([-1, 2**31], pa.int64()))
     assert wide.type == pa.int64() and wide.to_pylist() == [-1, 2**31]
+
+
+def test_a_part_read_from_a_message_is_not_kept_once_folded_in() -> None:
+    """A worker's part arrives as one message per table, which its columns share: the
+    builder keeps copies, so the message is freed once the part is folded in."""
+    files, _ = discover(SAMPLE_DUMPS / "large_32_stuck")
+    errors, streams = pack(load_batch(files[:8]))
+    assert streams is not None
+    entries_message = streams[0]
+    unreferenced = sys.getrefcount(entries_message)
+    part, _ = unpack((errors, streams))
+    assert sys.getrefcount(entries_message) > unreferenced  # the columns read the message in place
+    builder = TablesBuilder()
+    builder.add(part)
+    del part
+    gc.collect()
+    assert sys.getrefcount(entries_message) == unreferenced
+    assert builder.finish()["entries"].num_rows == sum(load_one(f).entries.num_rows for f in files[:8])
