@@ -52,6 +52,8 @@ def notes(rows: list[dict]) -> list[str]:
     """Free-text remarks (errors, skips, what fr_trace named) that do not fit in cells."""
     out = []
     for r in rows:
+        if r.get("fd_ratio_runs"):
+            out.append(f"{r['ranks']} ranks, FD / 2p floor in each of {r['repeats']} runs: {r['fd_ratio_runs']}")
         for key in ("fd_error", "fd_class", "frtrace_detail", "gen_note"):
             if r.get(key):
                 out.append(f"{r['ranks']} ranks, {key}: {r[key]}")

@@ -714,6 +714,20 @@ def test_mutated_sample_bytes_same_both_ways(case: MutatedDump, tmp_path: Path) 
         assert_same_both_ways(path, 0)
 
 
+@pytest.mark.parametrize("at", [11, 181])  # right after the first FRAME's header; inside its data
+@pytest.mark.parametrize("length", [0, 5])
+def test_a_frame_inside_a_frame_reads_the_same_both_ways(tmp_path: Path, at: int, length: int) -> None:
+    """Found by the mutation test (an empty FRAME inserted at byte 181 of a protocol-4 dump):
+    no pickler starts a frame before the last one ends, and CPython's unpickler reads such
+    a file as corrupt ('odd number of items for SETITEMS') but the same bytes as plain
+    data. The scanner read straight through it; it now leaves such input to the unpickler."""
+    data = _sample_bytes(f"{SAMPLE_FILES[0]}@protocol4")
+    assert data[2] == 0x95  # PROTO 4, then the first FRAME
+    mutated = data[:at] + b"\x95" + length.to_bytes(8, "little") + data[at:]
+    timed_scan(mutated)
+    assert_same_both_ways(_write(tmp_path / "rank_0", mutated), 0)
+
+
 @pytest.mark.parametrize("cut", [0, 1, 2, 3, 10, 100, -2, -1])
 def test_truncated_sample_dump(tmp_path: Path, cut: int) -> None:
     data = _sample_bytes(SAMPLE_FILES[0])[:cut]

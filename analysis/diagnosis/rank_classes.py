@@ -143,13 +143,17 @@ def _blocked_places(a: Analysis) -> dict[int, Place]:
     for key, rank, seq, state, sid, row in pending.itertuples(index=False):
         cell_of[(str(key), int(rank), int(seq))] = (str(state), None if pd.isna(sid) else int(sid), int(row))
     p2p_of = _pending_p2p(a)
-    best: dict[int, tuple[tuple, Place]] = {}
+    found = []
     for b in a.graph.blocked:
         if b.is_p2p:
-            state, sid, row = p2p_of.get((b.rank, a.groups.groups[b.pg_key].name, b.seq), ("scheduled", None, -1))
+            found.append(p2p_of.get((b.rank, a.groups.groups[b.pg_key].name, b.seq), ("scheduled", None, -1)))
         else:
-            state, sid, row = cell_of.get((b.pg_key, b.rank, b.seq), ("scheduled", None, -1))
-        t = t_created.iat[row] if row >= 0 else None
+            found.append(cell_of.get((b.pg_key, b.rank, b.seq), ("scheduled", None, -1)))
+    rows = [row for _, _, row in found if row >= 0]
+    created = dict(zip(rows, t_created.iloc[rows].tolist()))  # one read for all, not one per rank
+    best: dict[int, tuple[tuple, Place]] = {}
+    for b, (state, sid, row) in zip(a.graph.blocked, found):
+        t = created.get(row)
         order = (pd.isna(t), 0 if pd.isna(t) else int(t), b.seq)
         if b.rank not in best or order < best[b.rank][0]:
             best[b.rank] = (order, Place(b.pg_key, b.seq, b.op, state, sid, b.is_p2p))
@@ -177,7 +181,8 @@ def _newest_places(a: Analysis) -> dict[int, Place]:
     top = np.maximum.reduceat(rid, starts)
     lengths = ends - starts
     is_top = rid == np.repeat(top, lengths)
-    first_top = starts + np.array([np.argmax(is_top[s0:s1]) for s0, s1 in zip(starts, ends)], dtype=np.int64)
+    tops = np.flatnonzero(is_top)
+    first_top = tops[np.searchsorted(tops, starts)]  # each block holds its own top: the first at or after its start
     best: dict[int, tuple[int, int]] = {}
     for rank, row, r_id in zip(block_ranks.tolist(), first_top.tolist(), top.tolist()):
         if rank not in best or r_id > best[rank][1]:

@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
     const uint8_t *data;
     size_t size, pos;
+    size_t frame_end; /* where the current FRAME's bytes end (0: none yet) */
     Node *nodes;
     size_t nnodes, capnodes;
     uint32_t *kids;
@@ -250,9 +251,12 @@ static int64_t run(Scan *s) {
         case 0x80: /* PROTO */
             FAIL_IF(read_bytes(s, 1, &b) || b[0] > 5);
             break;
-        case 0x95: /* FRAME: the unpickler only checks the frame is there */
-            FAIL_IF(read_bytes(s, 8, &b));
+        case 0x95: /* FRAME: the unpickler only checks the frame is there. One that starts */
+            /* before the current frame ends (no pickler writes that) CPython's unpickler reads */
+            /* one way from a file and another from bytes: such input is left to it. */
+            FAIL_IF(s->pos - 1 < s->frame_end || read_bytes(s, 8, &b));
             FAIL_IF(le(b, 8) > s->size - s->pos);
+            s->frame_end = s->pos + (size_t)le(b, 8);
             break;
         case '}':
             FAIL_IF(push_new(s, T_DICT, 0, 0));
