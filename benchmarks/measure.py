@@ -3,7 +3,8 @@
 Tools under test may fork worker pools, so the RSS of the top process alone
 understates their footprint. A poller walks /proc every ~50 ms, sums the RSS
 of the process and all its descendants, and keeps the largest sum seen. It
-can also kill the tree when that sum crosses a limit (a memory guard).
+can also kill the tree when that sum crosses a limit (a memory guard). The wall
+time ends when the process exits (a thread waits for it), not at the next poll.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -95,8 +97,17 @@ def run_measured(
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        ended: list[float] = []  # when the process exited, taken by a thread that waits for it
+        exited = threading.Event()
+
+        def wait_for_exit() -> None:
+            proc.wait()
+            ended.append(time.perf_counter())
+            exited.set()
+
+        threading.Thread(target=wait_for_exit, daemon=True).start()
         peak, killed = 0, None
-        while proc.poll() is None:
+        while not exited.is_set():
             peak = max(peak, tree_rss(proc.pid))
             elapsed = time.perf_counter() - t0
             if rss_limit is not None and peak > rss_limit:
@@ -105,10 +116,10 @@ def run_measured(
                 killed = f"timeout after {timeout_s:.0f}s"
             if killed:
                 _kill_tree(proc.pid)
-                proc.wait()
+                exited.wait()
                 break
-            time.sleep(POLL_S)
-        wall = time.perf_counter() - t0
+            exited.wait(POLL_S)  # wakes at the exit: the wall time is not rounded up to a poll
+        wall = ended[0] - t0
         out.seek(0)
         err.seek(0)
         return RunResult(
