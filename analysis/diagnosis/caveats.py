@@ -129,10 +129,10 @@ def _only_active(a: Analysis) -> Caveat | None:
     return Caveat(CaveatKind.ONLY_ACTIVE, ranks, False) if ranks else None
 
 
-def _ranks_where(entries: pd.DataFrame, rows: np.ndarray) -> set[int]:
-    """The ranks of the entries where ``rows`` is True: counted, not sorted (a rank is a
-    small number, never negative: see ``parse``)."""
-    ranks = entries[s.RANK].to_numpy(dtype=np.int64)[rows]
+def _ranks_where(table: pd.DataFrame, rows: np.ndarray) -> set[int]:
+    """The ranks of ``table``'s rows (entries or cells) where ``rows`` is True: counted, not
+    sorted (a rank is a small number, never negative: see ``parse``)."""
+    ranks = table[s.RANK].to_numpy(dtype=np.int64)[rows]
     return set(np.flatnonzero(np.bincount(ranks)).tolist()) if len(ranks) else set()
 
 
@@ -223,7 +223,7 @@ def _clocks(a: Analysis) -> Caveat | None:
     finished = int(np.count_nonzero(done))
     if not finished:
         return None
-    per_rank = finished // np.count_nonzero(np.bincount(a.cells[s.RANK].to_numpy(dtype=np.int64)[done]))
+    per_rank = finished // len(_ranks_where(a.cells, done))
     every = max(1, finished // _CLOCK_SAMPLE_CELLS, per_rank // _CLOCK_CELLS_PER_RANK)
     if every > 1:  # whole collectives: every member of a kept seq stays
         done = done & ((a.cells[s.SEQ].to_numpy() % every) == 0)
