@@ -32,7 +32,7 @@ EXIT_HEALTHY, EXIT_FOUND, EXIT_NOTHING = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m analysis",
+        prog="flightdeck",
         description="Find the root-cause ranks of a hung PyTorch job from its Flight Recorder dumps.",
     )
     p.add_argument("path", nargs="?", help="folder, file, glob pattern or path prefix of the dumps")
@@ -62,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="with --dask: a folder every worker and this machine see at the same path (NFS); "
         "for large sets the workers store their tables there instead of sending them through Dask",
+    )
+    p.add_argument(
+        "--dask-scratch-above",
+        metavar="MB",
+        type=float,
+        default=None,
+        help="with --dask-scratch: sets of more than this many MB of dumps go through it (default 256; 0: every set)",
     )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
@@ -113,9 +120,12 @@ def map_engine(args: argparse.Namespace) -> MapEngine | None:
         if args.dask_scratch is not None:
             raise InputError("--dask-scratch needs --dask")
         return None
-    from .tables.dask_engine import DaskEngine  # Dask is imported only when asked for
+    if args.dask_scratch_above is not None and (args.dask_scratch is None or args.dask_scratch_above < 0):
+        raise InputError("--dask-scratch-above needs --dask-scratch and a number of MB, 0 or more")
+    from .tables.dask_engine import SCRATCH_THRESHOLD_BYTES, DaskEngine  # Dask is imported only when asked for
 
-    return DaskEngine(args.dask, scratch=args.dask_scratch)
+    above = SCRATCH_THRESHOLD_BYTES if args.dask_scratch_above is None else int(args.dask_scratch_above * (1 << 20))
+    return DaskEngine(args.dask, scratch=args.dask_scratch, scratch_threshold_bytes=above)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,17 +1,12 @@
-"""Flight Deck dashboard.
+"""Flight Deck dashboard: the script Streamlit runs.
 
-streamlit run dashboard/app.py                      # the bundled sample dumps
-streamlit run dashboard/app.py -- --dumps /path/to/dumps
+flightdeck-dashboard                          # the bundled sample dumps
+flightdeck-dashboard --dumps /path/to/dumps   # (or: streamlit run dashboard/app.py -- --dumps ...)
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-_ROOT = Path(__file__).resolve().parents[1]
-if str(_ROOT) not in sys.path:  # `streamlit run` puts only dashboard/ on the path
-    sys.path.insert(0, str(_ROOT))
 
 from dashboard.main import run
 

@@ -1,4 +1,5 @@
-"""The dashboard's own command-line options, given after ``--`` to ``streamlit run``."""
+"""The dashboard's own command-line options: ``flightdeck-dashboard [--dumps DIR] ...``
+(which hands them to the app after ``--``), or after ``--`` to ``streamlit run``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 
 from .confine import resolve_roots, root_of_dumps
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_ROOT = REPO_ROOT / "sample_dumps"
+_CHECKOUT_SAMPLES = Path(__file__).resolve().parents[1] / "sample_dumps"
+_INSTALLED_SAMPLES = Path(__file__).resolve().parent / "sample_dumps"
+SAMPLE_ROOT = _CHECKOUT_SAMPLES if _CHECKOUT_SAMPLES.is_dir() else _INSTALLED_SAMPLES
+"""The bundled sample dumps: the checkout's folder (an editable install), or the copy a
+built package carries inside ``dashboard/``."""
 
-#: Upload limits (MB): per file (also ``server.maxUploadSize`` in .streamlit/config.toml) and per tab.
+#: Upload limits (MB): per file (also ``server.maxUploadSize`` in streamlit_config.toml) and per tab.
 MAX_UPLOAD_FILE_MB = 256
 MAX_UPLOAD_TOTAL_MB = 1024
 
@@ -48,20 +52,32 @@ class Args:
         return resolve_roots([*self.dumps_roots, self.samples, *extra])
 
 
+def build_parser(add_help: bool = False) -> argparse.ArgumentParser:
+    """The app's own options (``add_help``: with ``--help`` and each option's meaning)."""
+    parser = argparse.ArgumentParser(
+        prog="flightdeck-dashboard",
+        add_help=add_help,
+        description="The Flight Deck dashboard. Options with a dot (--server.port 8502) go to Streamlit.",
+    )
+    add = parser.add_argument
+    add("--dumps", default=os.environ.get("FLIGHTDECK_DUMPS"), help="the dumps to open: folder, file, glob or prefix")
+    add("--samples", default=os.environ.get("FLIGHTDECK_SAMPLES"), help="folder of sample sets for the sidebar")
+    add("--dumps-root", action="append", default=[], help="another folder the path box may read (repeatable)")
+    add("--max-upload-mb", type=int, default=MAX_UPLOAD_FILE_MB, help="upload limit per file (MB)")
+    add("--max-upload-total-mb", type=int, default=MAX_UPLOAD_TOTAL_MB, help="upload limit per browser tab (MB)")
+    add("--compare", default=None, help="earlier dumps of the same job")
+    add("--ranks-per-node", type=int, default=0, help="ranks r // N share a host")
+    add("--hostfile", default=None, help="CSV of rank,host lines")
+    add("--proxy-ops", default=os.environ.get("FLIGHTDECK_PROXY_OPS"), help="NCCL proxy-op waits (file or folder)")
+    add(
+        "--dask", default=os.environ.get("FLIGHTDECK_DASK"), help="read on a Dask cluster: tcp://host:8786 or local[:N]"
+    )
+    return parser
+
+
 def parse_args(argv: Sequence[str]) -> Args:
     """Parse the app's own options; unknown ones are ignored so Streamlit's never clash."""
-    parser = argparse.ArgumentParser(prog="dashboard/app.py", add_help=False)
-    parser.add_argument("--dumps", default=os.environ.get("FLIGHTDECK_DUMPS"))
-    parser.add_argument("--samples", default=os.environ.get("FLIGHTDECK_SAMPLES"))
-    parser.add_argument("--dumps-root", action="append", default=[])
-    parser.add_argument("--max-upload-mb", type=int, default=MAX_UPLOAD_FILE_MB)
-    parser.add_argument("--max-upload-total-mb", type=int, default=MAX_UPLOAD_TOTAL_MB)
-    parser.add_argument("--compare", default=None)
-    parser.add_argument("--ranks-per-node", type=int, default=0)
-    parser.add_argument("--hostfile", default=None)
-    parser.add_argument("--proxy-ops", default=os.environ.get("FLIGHTDECK_PROXY_OPS"))
-    parser.add_argument("--dask", default=os.environ.get("FLIGHTDECK_DASK"))
-    ns, _ = parser.parse_known_args(list(argv))
+    ns, _ = build_parser().parse_known_args(list(argv))
     env_roots = [r for r in os.environ.get("FLIGHTDECK_DUMPS_ROOTS", "").split(os.pathsep) if r]
     return Args(
         dumps=ns.dumps or None,

@@ -80,13 +80,14 @@ def load_confined(
 
 
 def _engine() -> MapEngine | None:
-    """``--dask ADDRESS`` (or ``FLIGHTDECK_DASK``): the map step on that Dask cluster."""
+    """``--dask ADDRESS`` (or ``FLIGHTDECK_DASK``): the map step on that Dask cluster; with
+    ``local[:N]``, one cluster for the server process, started on first use and kept."""
     address = parse_args(sys.argv[1:]).dask
     if address is None:
         return None
     from analysis.tables.dask_engine import DaskEngine  # Dask is imported only when asked for
 
-    return DaskEngine(address)
+    return DaskEngine(address, keep_local_cluster=True)
 
 
 def _analyze(

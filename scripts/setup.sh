@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Create ./.venv with everything Flight Deck needs. Idempotent: reruns only install what changed.
+# Create ./.venv with everything Flight Deck needs, and install Flight Deck itself into it
+# (editable), so that every process of that venv imports it from any folder: the commands
+# `flightdeck` and `flightdeck-dashboard`, `python -m analysis`, streamlit, dask workers.
+# Idempotent: reruns only install what changed.
 #   scripts/setup.sh          runtime (analysis + dashboard)
 #   scripts/setup.sh --dev    plus tests: torch (CPU), pytest, playwright, Dask, and Debian's chromium
 set -euo pipefail
@@ -21,8 +24,18 @@ if [ "${1:-}" = "--dev" ]; then
 else
     .venv/bin/python -m pip install -q -r requirements.txt
 fi
-# The native scanner (analysis/ingest/_frscan.c) reads pickles several times faster; without a C
-# compiler Flight Deck still works, on the pure-Python path.
-if ! .venv/bin/python setup.py -q build_ext --inplace >.venv/native-build.log 2>&1; then
-    echo "note: the native scanner was not built (see .venv/native-build.log); using the pure-Python reader" >&2
+# Flight Deck itself, editable: the package's files are these. The versions pinned above are
+# already there, so nothing more is fetched. The install compiles the native pickle scanner
+# (analysis/ingest/_frscan.c) in place when a C compiler is there; without one, everything
+# works on the pure-Python reader. Redone only when the build's inputs change.
+STAMP=.venv/flightdeck-install.stamp
+INPUTS=$(cat pyproject.toml setup.py analysis/ingest/_frscan.c | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$INPUTS" ] || ! .venv/bin/python -I -c "import analysis, dashboard" 2>/dev/null \
+        || [ ! -x .venv/bin/flightdeck ]; then
+    .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e . >.venv/install.log 2>&1 \
+        || { cat .venv/install.log >&2; exit 1; }
+    echo "$INPUTS" >"$STAMP"
+fi
+if ! .venv/bin/python -I -c "import analysis.ingest._frscan" 2>/dev/null; then
+    echo "note: the native scanner was not built (see .venv/install.log); using the pure-Python reader" >&2
 fi

@@ -14,8 +14,10 @@ from locations import ROOT
 
 
 def _lint_imports(repo: Path) -> subprocess.CompletedProcess:
+    """import-linter on the packages in ``repo``: it puts its working folder first on the path,
+    so a copy's packages are read before the installed ones."""
     exe = Path(sys.executable).with_name("lint-imports")
-    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
         [str(exe), "--no-cache"], check=False, cwd=repo, env=env, capture_output=True, text=True, timeout=300
     )

@@ -1,8 +1,10 @@
 """The map step on a Dask cluster gives the same report as on this machine's processes.
 
-Clusters: ``--dask local:2`` (a LocalCluster the engine starts and stops) and a
-scheduler plus workers started here as processes, as one would on a real cluster.
-Workers import this module to run its loaders, so they start with the tests on their path.
+Clusters: ``--dask local:2`` (a LocalCluster the engine starts and stops) and a scheduler
+plus workers started as processes from the venv's own ``dask`` command, in a folder outside
+the checkout, with no ``PYTHONPATH`` (``dask_cluster``), as one would on a real cluster.
+The command line runs as a user runs it: ``flightdeck`` from yet another folder. Loaders
+that misbehave on purpose reach the workers by Dask's ``--preload`` (``dask_loaders``).
 """
 
 from __future__ import annotations
@@ -14,57 +16,42 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from locations import ROOT, SAMPLE_DUMPS, TESTS
+from dask_cluster import VENV_BIN, Cluster, clean_env
+from locations import ROOT, SAMPLE_DUMPS, SHARED_FIXTURES, TESTS
 
 pytest.importorskip("distributed")
+
+from dask_loaders import failing_loader, slow_loader, stuck_loader
 
 from analysis import analyze_dumps
 from analysis.cli import main
 from analysis.tables import dask_engine
-from analysis.tables.dask_engine import DaskEngine
+from analysis.tables.dask_engine import DaskEngine, shared_local_cluster
 from analysis.tables.load import load
-from analysis.tables.mapstep import BatchResult, load_batch
 from analysis.types import DumpFile, DumpSet, InputError, Limits
 from dashboard.args import parse_args
 
 SCENARIOS = sorted(p.parent for p in SAMPLE_DUMPS.glob("*/scenario.json"))
+NVRX_SETS = sorted(p for p in (SHARED_FIXTURES / "nvrx").glob("*") if p.is_dir())
+"""NVIDIA's real 16-rank NCCL dumps, where this machine has them."""
 CLI_TIMEOUT_S = 240
 """Each run starts a cluster on a machine that may be busy: generous, but a hang still fails."""
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+LOADERS = TESTS / "dask_loaders.py"
 
 
-def slow_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
-    """The real map step, half a second slower per batch: a worker can be killed mid-run."""
-    time.sleep(0.5)
-    return load_batch(batch, limits)
-
-
-def failing_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
-    """The real map step, except that the batch holding rank 3 fails on every try."""
-    if any(f.rank == 3 for f in batch):
-        raise RuntimeError("rank 3's batch always fails")
-    return load_batch(batch, limits)
-
-
-def stuck_loader(batch: Sequence[DumpFile], limits: Limits) -> BatchResult:
-    """The real map step, except that the batch holding rank 5 never finishes."""
-    if any(f.rank == 5 for f in batch):
-        time.sleep(3600)
-    return load_batch(batch, limits)
-
-
-def report_json(path: Path, *extra: str) -> dict[str, Any]:
-    """The CLI's JSON report (no cache: each run reads the dumps). It holds no timings or
-    machine-dependent fields, so the reports are compared whole."""
+def report_json(path: Path, *extra: str, cwd: Path | None = None) -> dict[str, Any]:
+    """``flightdeck PATH --json`` from a folder outside the checkout, no ``PYTHONPATH``, no
+    cache: each run reads the dumps. The report holds no timings or machine-dependent fields,
+    so reports are compared whole."""
     done = subprocess.run(
-        [sys.executable, "-m", "analysis", str(path), "--json", "--no-cache", "-q", *extra],
-        cwd=ROOT,
-        env=ENV,
+        [str(VENV_BIN / "flightdeck"), str(path), "--json", "--no-cache", "-q", *extra],
+        cwd=cwd or Path("/"),
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT_S,
@@ -101,72 +88,6 @@ def report_of(dumps: DumpSet) -> dict[str, Any]:
     return json.loads(json.dumps(analyze_dumps(dumps).to_dict()))
 
 
-class Cluster:
-    """``dask scheduler`` and ``dask worker`` processes, as started by hand on a cluster."""
-
-    def __init__(self, folder: Path, workers: int, nanny: bool = True) -> None:
-        self.processes: list[subprocess.Popen[bytes]] = []
-        scheduler_file = folder / "scheduler.json"
-        self._start(
-            "distributed.cli.dask_scheduler",
-            *(
-                "--port",
-                "0",
-                "--host",
-                "127.0.0.1",
-                "--dashboard-address",
-                ":0",
-                "--scheduler-file",
-                str(scheduler_file),
-            ),
-        )
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            assert self.processes[0].poll() is None, "the scheduler exited"
-            time.sleep(0.2)
-        self.address = json.loads(scheduler_file.read_text())["address"]
-        self.workers = [
-            self._start(
-                "distributed.cli.dask_worker",
-                self.address,
-                "--nworkers",
-                "1",
-                "--nthreads",
-                "1",
-                "--no-dashboard",
-                "--nanny" if nanny else "--no-nanny",
-            )
-            for _ in range(workers)
-        ]
-        from distributed import Client
-
-        with Client(self.address, timeout=30, set_as_default=False) as client:
-            client.wait_for_workers(workers, timeout=120)
-
-    def _start(self, module: str, *args: str) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", module, *args],
-            cwd=ROOT,
-            env=ENV,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        self.processes.append(process)
-        return process
-
-    def close(self) -> None:
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """1,024 ranks, one of them (77) stuck: a set big enough for many batches, small to make."""
@@ -179,8 +100,8 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
             str(out),
             *("--ranks", "1024", "--entries", "200", "--fault", "stuck", "--culprit", "77"),
         ],
-        cwd=ROOT,
-        env=ENV,
+        cwd=ROOT,  # the generator is part of the checkout, not of the package
+        env=clean_env(),
         check=True,
         capture_output=True,
         timeout=CLI_TIMEOUT_S,
@@ -190,7 +111,18 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """As the README says: ``dask scheduler`` and two ``dask worker --nthreads 1``."""
     started = Cluster(tmp_path_factory.mktemp("cluster"), workers=2)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture(scope="module")
+def cluster_with_loaders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The same, with the misbehaving loaders preloaded."""
+    started = Cluster(tmp_path_factory.mktemp("cluster_loaders"), workers=2, preload=[LOADERS])
     try:
         yield started
     finally:
@@ -214,10 +146,25 @@ def test_local_cluster_gives_the_same_report_on_1024_ranks(synthetic: Path) -> N
     assert 77 in with_dask["suspect_ranks"]
 
 
-def test_a_cluster_started_by_hand_gives_the_same_report(cluster: Cluster, synthetic: Path) -> None:
-    assert report_json(synthetic, "--dask", cluster.address) == report_json(synthetic)
-    sample = SAMPLE_DUMPS / "large_32_stuck"
-    assert report_json(sample, "--dask", cluster.address) == report_json(sample)
+def test_a_cluster_started_by_hand_gives_the_same_report(cluster: Cluster, synthetic: Path, tmp_path: Path) -> None:
+    local = report_json(synthetic)
+    assert local["ranks_loaded"] == 1024 and 77 in local["suspect_ranks"]
+    assert report_json(synthetic, "--dask", cluster.address) == local
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    through_scratch = ("--dask-scratch", str(scratch), "--dask-scratch-above", "0")
+    assert report_json(synthetic, "--dask", cluster.address, *through_scratch, cwd=tmp_path) == local
+    assert list(scratch.iterdir()) == [], "each part is deleted once read back"
+
+
+@pytest.mark.parametrize("folder", NVRX_SETS, ids=[p.name for p in NVRX_SETS])
+def test_a_cluster_started_by_hand_gives_the_same_report_on_nvidia_sets(
+    cluster: Cluster, folder: Path, tmp_path: Path
+) -> None:
+    local = report_json(folder)
+    assert report_json(folder, "--dask", cluster.address) == local
+    through_scratch = ("--dask-scratch", str(tmp_path), "--dask-scratch-above", "0")
+    assert report_json(folder, "--dask", cluster.address, *through_scratch) == local
 
 
 def test_parts_through_a_scratch_folder_give_the_same_tables(
@@ -248,7 +195,7 @@ def test_a_worker_killed_mid_run_loses_no_file(tmp_path: Path) -> None:
     """Three workers without nannies (a killed one stays dead); one is killed after the
     first batch is in: Dask runs its tasks again on the other two."""
     folder = SAMPLE_DUMPS / "large_32_stuck"
-    started = Cluster(tmp_path, workers=3, nanny=False)
+    started = Cluster(tmp_path, workers=3, nanny=False, preload=[LOADERS])
     killed: list[int] = []
 
     def kill_one(done: int, total: int) -> None:
@@ -271,9 +218,9 @@ def test_a_worker_killed_mid_run_loses_no_file(tmp_path: Path) -> None:
     assert report_of(dumps) == report_of(load(folder, use_cache=False))
 
 
-def test_a_task_that_keeps_failing_costs_only_its_files(cluster: Cluster) -> None:
+def test_a_task_that_keeps_failing_costs_only_its_files(cluster_with_loaders: Cluster) -> None:
     folder = SAMPLE_DUMPS / "large_32_stuck"
-    engine = DaskEngine(cluster.address, loader=failing_loader)
+    engine = DaskEngine(cluster_with_loaders.address, loader=failing_loader)
     dumps = within(CLI_TIMEOUT_S, lambda cancel: load(folder, workers=8, engine=engine, use_cache=False, cancel=cancel))
     failed = {Path(e.file).name for e in dumps.file_errors}
     assert "rank_3" in failed and len(failed) < 32
@@ -286,7 +233,7 @@ def test_a_task_that_never_finishes_costs_only_its_files(tmp_path: Path) -> None
     whose workers all died): after a stall the tasks still out are reported per file.
     A cluster of its own: the stuck task keeps its worker busy."""
     folder = SAMPLE_DUMPS / "large_32_stuck"
-    own = Cluster(tmp_path, workers=2)
+    own = Cluster(tmp_path, workers=2, preload=[LOADERS])
     try:
         engine = DaskEngine(own.address, loader=stuck_loader, stall_base_s=3.0)
         started = time.monotonic()
@@ -300,11 +247,11 @@ def test_a_task_that_never_finishes_costs_only_its_files(tmp_path: Path) -> None
     assert len(dumps.ranks) == 32 - len(failed)
 
 
-def test_a_cancelled_load_stops(cluster: Cluster) -> None:
+def test_a_cancelled_load_stops(cluster_with_loaders: Cluster) -> None:
     from analysis.types import LoadCancelled
 
     cancel = threading.Event()
-    engine = DaskEngine(cluster.address, loader=slow_loader)
+    engine = DaskEngine(cluster_with_loaders.address, loader=slow_loader)
     with pytest.raises(LoadCancelled):
         load(
             SAMPLE_DUMPS / "large_32_stuck",
@@ -345,7 +292,7 @@ def test_dask_is_imported_only_when_asked_for() -> None:
         "import sys, analysis.cli, analysis.tables.load, dashboard.args;"
         "assert 'distributed' not in sys.modules and 'dask' not in sys.modules, 'dask imported'"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, check=True, timeout=CLI_TIMEOUT_S)
+    subprocess.run([sys.executable, "-c", code], cwd="/", env=clean_env(), check=True, timeout=CLI_TIMEOUT_S)
 
 
 def test_the_dashboard_takes_a_cluster_address(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,3 +312,23 @@ def test_a_scratch_folder_that_cannot_be_written_is_refused_before_any_cluster(t
     with pytest.raises(InputError, match="--dask-scratch .*cannot write there"):
         engine.run([files], Limits(), lambda *_: None)
     assert time.monotonic() - started < 5, "it should not have tried the scheduler first"
+
+
+def test_the_dashboard_starts_one_local_cluster_and_keeps_it() -> None:
+    """``--dask local`` in the dashboard: every load uses the server process's one cluster."""
+    folder = SAMPLE_DUMPS / "stuck_compute"
+    plain = report_of(load(folder, use_cache=False))
+    seen = []
+    try:
+        for _ in range(2):
+            engine = DaskEngine("local:1", keep_local_cluster=True)
+            dumps = within(
+                CLI_TIMEOUT_S, lambda cancel, e=engine: load(folder, engine=e, use_cache=False, cancel=cancel)
+            )
+            assert report_of(dumps) == plain
+            cluster = shared_local_cluster(1)
+            assert cluster.status.name == "running", "the cluster outlives the load"
+            seen.append((id(cluster), cluster.scheduler_address))
+    finally:
+        dask_engine.close_shared_clusters()
+    assert seen[0] == seen[1]

@@ -40,7 +40,7 @@ Every source file below these is part of the key, so no module can be left out."
 
 
 @functools.cache
-def _loader_version() -> str:
+def loader_version() -> str:
     """A digest of the loading code itself: a new parser never reuses an old parser's tables."""
     h = hashlib.sha256()
     for path in loader_sources():
@@ -59,7 +59,7 @@ def loader_sources() -> list[Path]:
 
 def fingerprint(files: Sequence[DumpFile], errors: Sequence[FileError], extra: str = "") -> str:
     """A digest of every file's path, rank, size and mtime: equal only for an unchanged set."""
-    h = hashlib.sha256(f"{CACHE_FORMAT}\n{_loader_version()}\n{extra}\n".encode())
+    h = hashlib.sha256(f"{CACHE_FORMAT}\n{loader_version()}\n{extra}\n".encode())
     for f in files:
         try:
             st = os.stat(f.path)

@@ -2,7 +2,11 @@
 
 ``DaskEngine("tcp://host:8786")`` connects to a running scheduler; ``DaskEngine("local:4")``
 starts a cluster of four single-threaded worker processes on this machine and closes it
-when the load is done. Each batch is one task (:func:`load_batch` on the worker); the
+when the load is done (with ``keep_local_cluster``, as the dashboard asks, the cluster is
+started once per process and reused by every later load). Before the first task, the
+scheduler and every worker are asked which build of Flight Deck they run
+(:mod:`.cluster_check`): a cluster without the package, or with another build, is one
+clear error, not one per file. Each batch is one task (:func:`load_batch` on the worker); the
 driver fetches the parts in the batches' order, one at a time, so every engine builds the
 same tables. Dask moves the tasks of a worker that dies to the others (and each task may
 be tried once more); a task that still fails reports each of its files as a
@@ -18,6 +22,7 @@ Dask is imported only here, inside the functions, so the rest of Flight Deck wor
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import shutil
@@ -30,12 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..types import DumpFile, FileError, FileTables, InputError, Limits, LoadCancelled
+from .cluster_check import check_cluster
 from .load import default_workers, read_file_tables, write_file_tables
 from .mapstep import BatchResult, InOrder, OnResult, file_size, load_batch
 from .pool import Loader
 
 if TYPE_CHECKING:
-    from distributed import Client, Future
+    from distributed import Client, Future, LocalCluster
 
 SCRATCH_THRESHOLD_BYTES = 256 << 20
 """Above this many bytes of dumps (and with a scratch folder) the parts go through the
@@ -98,6 +104,32 @@ def local_cluster_options(workers: int) -> dict[str, Any]:
     }
 
 
+_SHARED_CLUSTERS: dict[int, LocalCluster] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_local_cluster(workers: int) -> LocalCluster:
+    """This process's local cluster of ``workers`` workers, started on first use and closed
+    at exit: a server that loads many sets starts one cluster, not one per load."""
+    from distributed import LocalCluster
+
+    with _SHARED_LOCK:
+        cluster = _SHARED_CLUSTERS.get(workers)
+        if cluster is None or cluster.status.name in ("closing", "closed", "failed"):
+            cluster = LocalCluster(**local_cluster_options(workers))
+            _SHARED_CLUSTERS[workers] = cluster
+            if len(_SHARED_CLUSTERS) == 1:
+                atexit.register(close_shared_clusters)
+        return cluster
+
+
+def close_shared_clusters() -> None:
+    with _SHARED_LOCK:
+        for cluster in _SHARED_CLUSTERS.values():
+            cluster.close()
+        _SHARED_CLUSTERS.clear()
+
+
 class DaskEngine:
     """The map step on a Dask cluster (see the module docstring)."""
 
@@ -108,15 +140,19 @@ class DaskEngine:
         scratch_threshold_bytes: int = SCRATCH_THRESHOLD_BYTES,
         loader: Loader = load_batch,
         stall_base_s: float = STALL_BASE_S,
+        keep_local_cluster: bool = False,
     ) -> None:
         if not dask_available():
-            raise InputError("--dask needs Dask: pip install -r requirements-dask.txt")
+            raise InputError(
+                "--dask needs Dask: pip install 'flightdeck[dask]' (in the checkout: pip install -r requirements-dask.txt)"
+            )
         self.address = address
         self.local_workers = parse_local(address)
         self.scratch = None if scratch is None else os.fspath(scratch)
         self.scratch_threshold_bytes = scratch_threshold_bytes
         self.loader = loader
         self.stall_base_s = stall_base_s
+        self.keep_local_cluster = keep_local_cluster
 
     def run(
         self,
@@ -154,9 +190,12 @@ class DaskEngine:
         return folder
 
     def _connect(self) -> tuple[Client, Any]:
-        """A client of the scheduler at ``address``, or of a local cluster started for this load."""
+        """A client of the scheduler at ``address``, or of a local cluster (started for this
+        load, or this process's shared one); and the cluster to close after the load, if any."""
         from distributed import Client, LocalCluster
 
+        if self.local_workers is not None and self.keep_local_cluster:
+            return Client(shared_local_cluster(self.local_workers), set_as_default=False), None
         if self.local_workers is not None:
             cluster = LocalCluster(**local_cluster_options(self.local_workers))
             return Client(cluster, set_as_default=False), cluster
@@ -169,6 +208,11 @@ class DaskEngine:
         except (OSError, TimeoutError) as exc:
             client.close()
             raise InputError(f"--dask {self.address}: the scheduler has no workers") from exc
+        try:
+            check_cluster(client, self.address)
+        except BaseException:
+            client.close()
+            raise
         return client, None
 
     def _map(

@@ -45,19 +45,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+DASHBOARD_APP = REPO / "dashboard" / "app.py"
+LAUNCHER = Path(sys.executable).with_name("flightdeck-dashboard")
+"""The dashboard's command in the venv the tests run in (``scripts/setup.sh`` installs it)."""
+
+
 class Server:
-    """``streamlit run`` in a subprocess on a free local port; ``env`` is added to this process's."""
+    """The dashboard as a user starts it (``flightdeck-dashboard``, from a folder outside the
+    checkout, no ``PYTHONPATH``), or ``streamlit run`` on another script, in a subprocess on a
+    free local port; ``env`` is added to this process's."""
 
     def __init__(self, script: Path, args: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log, "w")  # noqa: SIM115  (closed in stop())
+        if script == DASHBOARD_APP:
+            start, cwd = [str(LAUNCHER)], log.parent
+        else:
+            start, cwd = [sys.executable, "-m", "streamlit", "run", str(script)], REPO
         cmd = [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(script),
+            *start,
             "--server.headless",
             "true",
             "--server.port",
@@ -71,8 +78,8 @@ class Server:
         ]
         if args:
             cmd += ["--", *args]
-        full_env = {**os.environ, **env} if env else None
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+        full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | dict(env or {})
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
         self.log_path = log
         self._wait_healthy()
 
