@@ -32,7 +32,7 @@ class BuildWithSamples(build_py):
 
 setup(
     packages=find_packages(include=["analysis", "analysis.*", "dashboard", "dashboard.*"]),
-    package_data={"dashboard": ["streamlit_config.toml"]},
+    package_data={"dashboard": [".streamlit/config.toml"]},
     ext_modules=[
         Extension(
             "analysis.ingest._frscan",

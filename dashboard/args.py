@@ -17,7 +17,7 @@ SAMPLE_ROOT = _CHECKOUT_SAMPLES if _CHECKOUT_SAMPLES.is_dir() else _INSTALLED_SA
 """The bundled sample dumps: the checkout's folder (an editable install), or the copy a
 built package carries inside ``dashboard/``."""
 
-#: Upload limits (MB): per file (also ``server.maxUploadSize`` in streamlit_config.toml) and per tab.
+#: Upload limits (MB): per file (also ``server.maxUploadSize`` in .streamlit/config.toml) and per tab.
 MAX_UPLOAD_FILE_MB = 256
 MAX_UPLOAD_TOTAL_MB = 1024
 

@@ -1,16 +1,16 @@
 """``flightdeck-dashboard [--dumps DIR] [...]``: the dashboard's server, from any folder.
 
-Runs ``streamlit run`` on this package's ``app.py`` with the server settings of
-``streamlit_config.toml`` (local only, upload limits, theme), so the dashboard behaves the
-same wherever it is started. Options with a dot (``--server.port 8502``) go to Streamlit and
-win over those settings; every other option is the app's own (see ``args``).
+Runs ``streamlit run`` on this package's ``app.py``. Its server settings (local only,
+upload limits, theme) are in ``.streamlit/config.toml`` beside ``app.py``, which Streamlit
+reads for that script wherever it is started; environment variables (``STREAMLIT_...``) and
+options with a dot (``--server.port 8502``, given to Streamlit) win over them. Every other
+option is the app's own (see ``args``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -18,7 +18,8 @@ from typing import NoReturn
 from .args import build_parser
 
 APP = Path(__file__).resolve().with_name("app.py")
-CONFIG = Path(__file__).resolve().with_name("streamlit_config.toml")
+CONFIG = APP.parent / ".streamlit" / "config.toml"
+"""The server settings Streamlit reads for ``app.py`` (a script-level config file)."""
 
 
 def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -41,25 +42,10 @@ def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return streamlit, own
 
 
-def config_flags(given: Sequence[str], config: Path = CONFIG) -> list[str]:
-    """The settings of ``config`` as Streamlit options, but for those ``given`` already sets."""
-    taken = {arg.split("=", 1)[0] for arg in given if arg.startswith("--")}
-    with config.open("rb") as f:
-        settings = tomllib.load(f)
-    flags = []
-    for section, options in settings.items():
-        for name, value in options.items():
-            flag = f"--{section}.{name}"
-            if flag not in taken:
-                text = str(value).lower() if isinstance(value, bool) else str(value)
-                flags.append(f"{flag}={text}")
-    return flags
-
-
 def command(argv: Sequence[str]) -> list[str]:
     """The ``streamlit run`` command line for ``argv``."""
     streamlit, own = split_args(argv)
-    return [sys.executable, "-m", "streamlit", "run", str(APP), *config_flags(streamlit), *streamlit, "--", *own]
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *streamlit, "--", *own]
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

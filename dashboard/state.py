@@ -159,6 +159,7 @@ def on_dataset(state: State, dataset: str) -> None:
         state.pop(PG, None)
         state.pop(CLASS, None)
         state.pop(WAITS_EDGE, None)
+        state.pop(WAITS_METRIC, None)
 
 
 def on_group(state: State, pg_key: str) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from benchmarks.proxysim.job import Fault, layout
 
-FAULTS = ("slow_gpu", "two_slow_gpus", "slow_link", "congestion", "healthy")
+FAULTS = ("slow_gpu", "two_slow_gpus", "slow_link", "congestion", "credit_congestion", "credit_noise", "healthy")
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,9 @@ class Case:
 
 def case(name: str, world: int, seed: int = 0) -> Case:
     """Faults at ranks drawn from ``seed``; the link and the congested receiver are ring
-    neighbours in a data-parallel group, the second slow GPU in another pipeline stage."""
+    neighbours in a data-parallel group, the second slow GPU in another pipeline stage, the
+    receiver congested on its pipeline receives a first stage (its one sender there waits for
+    its credits, so a slow link from that sender fits too: both are named)."""
     pp, dp = layout(world)
     rng = random.Random(world * 7919 + seed)
     k = rng.randrange(world)
@@ -39,6 +41,11 @@ def case(name: str, world: int, seed: int = 0) -> Case:
         return Case(name, (Fault("slow_link", (k, nxt)),), "slow_link", (), ((k, nxt),))
     if name == "congestion":
         return Case(name, (Fault("congestion", (nxt,)),), "receiver_congestion", (nxt,), ())
+    if name == "credit_congestion":  # a first stage's pipeline receives: only its sender's credit waits show it
+        first, sender = replica, dp + replica  # its one pipeline sender: stage 1 of its replica
+        return Case(name, (Fault("credit_congestion", (first,)),), "receiver_congestion", (first,), ((sender, first),))
+    if name == "credit_noise":  # credit waits within the noise: nothing to name
+        return Case(name, (Fault("credit_noise", (nxt,)),), "none", (), ())
     if name == "healthy":
         return Case(name, (), "none", (), ())
     raise ValueError(name)

@@ -67,7 +67,16 @@ def new_venv(folder: Path, *packages: str) -> Path:
     return bin_folder
 
 
+def checkout_copy(folder: Path) -> Path:
+    """The checkout's files as a clone has them (no venv, no build folder, no git)."""
+    ignore = shutil.ignore_patterns(".git", ".venv", "artifacts", "build", "*.egg-info", "__pycache__", "*.so")
+    shutil.copytree(ROOT, folder, ignore=ignore)
+    return folder
+
+
 def build_wheel(source: Path, out: Path) -> Path:
+    """``pip wheel`` of ``source`` (a copy: the build leaves a ``build`` folder behind)."""
+    out.mkdir(exist_ok=True)
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", source, "-w", out], out)
     (wheel,) = out.glob("flightdeck-*.whl")
     return wheel
@@ -75,7 +84,8 @@ def build_wheel(source: Path, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
+    folder = tmp_path_factory.mktemp("wheel")
+    return build_wheel(checkout_copy(folder / "source"), folder / "dist")
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +155,12 @@ def test_the_installed_dashboard_serves_its_samples(wheel_venv: Path, tmp_path: 
                 assert time.monotonic() < deadline, "the dashboard did not start"
                 time.sleep(0.3)
         command = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
-        assert b"--server.address=127.0.0.1" in command
-        assert str(wheel_venv.parent).encode() in next(c for c in command if c.endswith(b"app.py"))
+        app = Path(next(c for c in command if c.endswith(b"app.py")).decode())
+        assert app.is_relative_to(wheel_venv.parent), "the wheel's app"
+        assert "127.0.0.1" in (app.parent / ".streamlit" / "config.toml").read_text()
+        listening = Path("/proc/net/tcp").read_text().splitlines()
+        local = [line.split()[1] for line in listening[1:] if line.split()[3] == "0A"]  # LISTEN
+        assert f"0100007F:{port:04X}" in local, "bound to 127.0.0.1 by the settings the wheel carries"
     finally:
         server.terminate()
         server.wait(timeout=20)
@@ -193,11 +207,9 @@ def test_a_cluster_of_the_same_wheel_works_and_of_another_build_is_refused(
     finally:
         same.close()
 
-    copy = tmp_path / "edited"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "artifacts", "build", "*.egg-info"))
+    copy = checkout_copy(tmp_path / "edited")
     with (copy / "analysis" / "ingest" / "values.py").open("a") as f:
         f.write("# an edit: another build of the same version\n")
-    (tmp_path / "wheel2").mkdir()
     edited = build_wheel(copy, tmp_path / "wheel2")
     pip = [wheel_venv / "python", "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall"]
     run([*pip, edited], tmp_path)

@@ -5,8 +5,10 @@ rules name a propagated victim."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from proxy_cases import FAULTS, case
 
@@ -76,6 +78,12 @@ def test_communicator_local_sources_name_the_fault_in_each_communicator(jobs, fa
     assert report.file_errors == [] and not pw.ranks_are_global
     named = [f for f in pw.findings if f.kind != "unresolved" and not f.ambiguous]
     mapped = {(f.kind, tuple(members[f.comms[0]][r] for r in f.ranks)) for f in named}
+    # a congested receiver with one sender waiting for its credits names that link too
+    mapped |= {
+        ("slow_link", tuple(members[f.comms[0]][r] for r in (*f.credit_senders, *f.ranks)))
+        for f in named
+        if f.link_fits_too
+    }
     expected = {(c.finding, (r,)) for r in c.culprits} | {("slow_link", link) for link in c.links}
     assert mapped == expected
 
@@ -130,3 +138,65 @@ def test_without_proxy_ops_the_field_is_null() -> None:
     from locations import SAMPLE_DUMPS
 
     assert analysis.analyze(SAMPLE_DUMPS / "stuck_compute").to_dict()["proxy_waits"] is None
+
+
+def _tp_rows(pattern: str, congested: int, ops: int = 20) -> pd.DataFrame:
+    """Proxy-op rows of probing's CSV export for a 16-rank job with 4-way tensor parallelism
+    (groups of 4 consecutive ranks), as the issue reported them: every receive waits about
+    60 us and every send 5 us for credits, except the sends to ``congested``, which wait
+    4 ms an op for its clear-to-send. ``pattern``: ``all_to_all`` (each rank sends to the
+    three others of its group) or ``ring`` (to the next one only)."""
+    rng = random.Random(7)
+    rows = []
+    for group in range(4):
+        members = list(range(4 * group, 4 * group + 4))
+        comm = 1000 + group
+        for seq in range(ops):
+            for i, s in enumerate(members):
+                peers = [members[(i + 1) % 4]] if pattern == "ring" else [m for m in members if m != s]
+                for r in peers:
+                    credit = 4_000_000 if r == congested else 5_000
+                    ts = 1_760_000_000_000_000_000 + seq * 10_000_000
+                    common = {"comm_hash": comm, "coll_func": "AllToAll", "seq": seq, "channel_id": 0, "ts": ts}
+                    rows.append(
+                        common
+                        | {"rank": i, "peer": members.index(r), "_rank": s, "is_send": 1}
+                        | {"send_gpu_wait_ns": rng.randint(20_000, 30_000), "send_peer_wait_ns": credit}
+                        | {"send_wait_ns": rng.randint(50_000, 60_000), "recv_wait_ns": 0, "recv_flush_wait_ns": 0}
+                    )
+                    rows.append(
+                        common
+                        | {"rank": members.index(r), "peer": i, "_rank": r, "is_send": 0}
+                        | {"send_gpu_wait_ns": 0, "send_peer_wait_ns": 0, "send_wait_ns": 0}
+                        | {"recv_wait_ns": rng.randint(59_000, 62_000), "recv_flush_wait_ns": 1_000}
+                    )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("pattern", ["all_to_all", "ring"])
+def test_a_receiver_seen_only_in_its_senders_credit_waits(tmp_path, pattern) -> None:
+    """The reported case: credit waits alone name the receiver; with one sender waiting,
+    a slow link from it fits too and both are named. The same job with the credit waits at
+    the level of every other edge names nothing."""
+    _tp_rows(pattern, congested=6).to_csv(tmp_path / "proxy_ops.csv", index=False)
+    report = analyze_proxy_ops(tmp_path / "proxy_ops.csv")
+    pw = report.proxy_waits.waits
+    senders = (4, 5, 7) if pattern == "all_to_all" else (5,)
+    links = ((5, 6),) if pattern == "ring" else ()
+    assert _answer(report) == ("receiver_congestion", (6,), links)
+    assert set(senders) <= set(pw.victim_ranks)
+    (finding,) = [f for f in pw.findings if f.kind == "receiver_congestion"]
+    assert finding.credit_senders == senders and finding.link_fits_too == (pattern == "ring")
+    sentence = next(s for s in report.evidence if "clear-to-send" in s)
+    assert ("both fit" in sentence) == (pattern == "ring")
+    from analysis.views.waits import default_metric, wait_matrix
+
+    assert default_metric(pw) == "send credit wait"
+    matrix = wait_matrix(pw, default_metric(pw))
+    hot = matrix.cells.loc[matrix.cells["receiver"] == 6]
+    assert hot["waiting"].all() and (hot["value"] > 3.9).all(), "the matrix shows the credit waits, in ms per op"
+
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    _tp_rows(pattern, congested=-1).to_csv(quiet / "proxy_ops.csv", index=False)
+    assert _answer(analyze_proxy_ops(quiet / "proxy_ops.csv")) == ("none", (), ())

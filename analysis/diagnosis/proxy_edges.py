@@ -5,13 +5,16 @@ receiver's receive rows (``rank`` = receiver, ``peer`` = sender) of the same com
 only; ranks are communicator-local, so two communicators never mix. Waits are compared
 per op, as the excess over a baseline (a low quantile of comparable edges, see
 :func:`_baseline_keys`: a bandwidth-bound ring waits a lot everywhere, a pipeline's
-backward edge more than its forward one), and an edge waits only when that excess clears
-an absolute noise floor and a share of the baseline.
+backward edge more than its forward one), and an edge waits when the excess of its receive
+wait, or of its sender's credit wait, clears an absolute noise floor and a share of the
+baseline.
 
-A waiting receive edge is then classed by what its sender did meanwhile, per op (probing's
-rule, ``G >= 0.5 R``, and the like for credits; the baseline is not subtracted here: a
-sender's GPU wait caused by waiting on its own inputs is as large as the wait it causes,
-healthy or not):
+An edge that waits only on credits (its sender waited for the receiver's clear-to-send,
+while the receive, once posted, got its data as usual) is ``receiver_congestion``: the
+receiver posted its receives late. An edge whose receive waited is classed by what its
+sender did meanwhile, per op (probing's rule, ``G >= 0.5 R``, and the like for credits;
+the baseline is not subtracted here: a sender's GPU wait caused by waiting on its own
+inputs is as large as the wait it causes, healthy or not):
 
 - ``propagated``: the sender's sends waited on its GPU as long: the sender was late itself;
 - ``receiver_congestion``: the sender waited for the receiver's clear-to-send instead
@@ -143,29 +146,55 @@ def classify(edges: pd.DataFrame, th: Thresholds = Thresholds()) -> pd.DataFrame
     for col in ("gpu", "peerw", "sendw"):
         e[f"{col}_op"] = _per_op(e[col], e["sender_ops"])
     key = _baseline_keys(e)
-    for col, ops in (("recv", "receiver_ops"), ("gpu", "sender_ops"), ("peerw", "sender_ops"), ("sendw", "sender_ops")):
-        present = e[ops] > 0
-        values = e.loc[present, f"{col}_op"].groupby(key[present])
-        base = pd.concat([values.median(), values.quantile(BASELINE_QUANTILE)], axis=1)
-        base = pd.Series(np.where(base.index.str.startswith("pos:"), base.iloc[:, 0], base.iloc[:, 1]), base.index)
-        e[f"base_{col}"] = key.map(base).fillna(0.0).to_numpy()
-        e[f"x_{col}"] = np.maximum(0.0, e[f"{col}_op"] - e[f"base_{col}"])
     share = np.where(key.str.startswith("pos:").to_numpy(), th.pooled_relative, th.relative)
-    e["waiting"] = (e["receiver_ops"] > 0) & (e["x_recv"] >= np.maximum(th.floor_ns, share * e["base_recv"]))
+    for col in ("gpu", "peerw", "sendw"):
+        _excess(e, col, key, e["sender_ops"] > 0)
+    # Credits are also compared with what the op's receives wait in the communicator itself
+    # (a low quantile, like a communicator of its own shape is compared): in a
+    # bandwidth-bound ring whose receives wait 90 ms an op, a sender whose receiver is a
+    # moment behind waits several ms for credits, while a sibling at the same position did
+    # not; where receives take 60 us, 4 ms of credit waits stand out.
+    scale = np.maximum(share * e["base_peerw"], th.relative * _own_recv_scale(e))
+    credit_waits = (e["sender_ops"] > 0) & (e["x_peerw"] >= np.maximum(th.floor_ns, scale))
+    # A receive posted late (its sender waited for the credits) gets its data at once: its
+    # short wait says nothing of how long receives wait here, and would lower the baseline.
+    _excess(e, "recv", key, (e["receiver_ops"] > 0) & ~credit_waits)
+    recv_waits = (e["receiver_ops"] > 0) & (e["x_recv"] >= np.maximum(th.floor_ns, share * e["base_recv"]))
+    e["credit_waits"] = credit_waits
+    e["credit_only"] = credit_waits & ~recv_waits
+    e["waiting"] = recv_waits | credit_waits
+    # the sender's GPU was late with the data (beyond the noise of its peers)
+    e["sender_late"] = (e["sender_ops"] > 0) & (e["x_gpu"] >= np.maximum(th.floor_ns, share * e["base_gpu"]))
     # a send whose receiver wrote no rows (lost, or its rows name another peer): only its GPU wait speaks
-    e["send_only"] = (
-        (e["receiver_ops"] == 0)
-        & (e["sender_ops"] > 0)
-        & (e["x_gpu"] >= np.maximum(th.floor_ns, share * e["base_gpu"]))
-    )
+    e["send_only"] = (e["receiver_ops"] == 0) & e["sender_late"]
     matched = e["sender_ops"].to_numpy() > 0
     r, g, p, s = (e[c].to_numpy() for c in ("recv_op", "gpu_op", "peerw_op", "sendw_op"))
     propagated = g >= PROPAGATED_SHARE * r
     congested = p > s  # the sender waited for credits longer than its sends took
-    mode = np.where(~matched, UNMATCHED, np.where(propagated, PROPAGATED, np.where(congested, CONGESTION, SLOW_LINK)))
+    by_sender = np.where(propagated, PROPAGATED, np.where(congested, CONGESTION, SLOW_LINK))
+    mode = np.where(~matched, UNMATCHED, np.where(e["credit_only"].to_numpy(), CONGESTION, by_sender))
     e["mode"] = mode  # what the edge's wait is, whether or not it clears the floor
     e["cls"] = np.where(e["waiting"].to_numpy(), mode, np.where(e["send_only"].to_numpy(), SEND_ONLY, NORMAL))
     return e
+
+
+def _own_recv_scale(e: pd.DataFrame) -> np.ndarray:
+    """Per edge: a low quantile of the per-op receive waits of its communicator's op."""
+    own = e["comm"] + ":" + e["kind"] + ":" + e["inst"].astype(str)
+    present = e["receiver_ops"] > 0
+    low = e.loc[present, "recv_op"].groupby(own[present]).quantile(BASELINE_QUANTILE)
+    return own.map(low).fillna(0.0).to_numpy()
+
+
+def _excess(e: pd.DataFrame, col: str, key: pd.Series, sample: pd.Series) -> None:
+    """``base_<col>``: the baseline of each edge's per-op wait, from the edges in ``sample``
+    with its key (their median where communicators are compared position by position, else a
+    low quantile); ``x_<col>``: the excess over it."""
+    values = e.loc[sample, f"{col}_op"].groupby(key[sample])
+    base = pd.concat([values.median(), values.quantile(BASELINE_QUANTILE)], axis=1)
+    base = pd.Series(np.where(base.index.str.startswith("pos:"), base.iloc[:, 0], base.iloc[:, 1]), base.index)
+    e[f"base_{col}"] = key.map(base).fillna(0.0).to_numpy()
+    e[f"x_{col}"] = np.maximum(0.0, e[f"{col}_op"] - e[f"base_{col}"])
 
 
 def aggregate(edges: pd.DataFrame) -> pd.DataFrame:

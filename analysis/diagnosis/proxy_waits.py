@@ -41,6 +41,17 @@ class Finding:
     edges: int
     ambiguous: bool = False
     is_global: bool = True
+    credit_senders: tuple[int, ...] = ()
+    """For a congested receiver: the ranks whose sends waited for its credits."""
+    only_credits: bool = False
+    """...while its receives from them were ordinary: only the credits waited."""
+
+    @property
+    def link_fits_too(self) -> bool:
+        """One sender alone waited, on credits only: a slow link between the two fits as well
+        (the clear-to-send travels on it). Where the receive waited too, the edge's own class
+        has already told a congested receiver (credit waits) from a slow link (send waits)."""
+        return self.kind == RECEIVER and self.only_credits and len(self.credit_senders) == 1
 
 
 @dataclass(slots=True)
@@ -91,8 +102,30 @@ def _edges_with_roots(rows: pd.DataFrame, comms: dict[str, CommMap], th: Thresho
     roots = pd.Series([None] * len(edges), index=edges.index, dtype=object)
     for _, part in edges.groupby(INSTANCE, sort=False):
         roots.loc[part.index] = walk(part)
-    edges["root"] = settle_cycles(edges, roots)
+    edges["root"] = slow_gpus_free_credits_late(edges, settle_cycles(edges, roots), comms)
     return edges
+
+
+def slow_gpus_free_credits_late(edges: pd.DataFrame, roots: pd.Series, comms: dict[str, CommMap]) -> pd.Series:
+    """A rank named a slow GPU anywhere (a firm root) frees its receive slots late too: where
+    only its senders' credit waits show it (an op where its own sends happened not to wait),
+    that is its slow GPU as well, not a congested receive side. Ranks are compared in global
+    ranks where they map, else within their communicator."""
+
+    def who(comm: str, rank: int) -> tuple:
+        cm = comms[comm]
+        return (cm.rank(rank),) if cm.is_global else (comm, rank)
+
+    slow = {
+        who(c, r.ranks[0])
+        for c, r in zip(edges["comm"], roots)
+        if r is not None and r.kind == SLOW_GPU and not r.ambiguous
+    }
+    folded = [
+        Root(SLOW_GPU, r.ranks) if r is not None and r.kind == RECEIVER and who(c, r.ranks[0]) in slow else r
+        for c, r in zip(edges["comm"], roots)
+    ]
+    return pd.Series(folded, index=roots.index, dtype=object)
 
 
 def _readable(edges: pd.DataFrame, comms: dict[str, CommMap]) -> pd.DataFrame:
@@ -113,32 +146,63 @@ def _merge(edges: pd.DataFrame, comms: dict[str, CommMap], floor_ns: float) -> l
     """Roots of every instance edge, merged (global ranks where mapped). A root must explain
     more than the noise floor per op of some communicator and kind: a rank that roots one
     edge of one op out of twenty is noise, a slow GPU roots edges of every op."""
-    rooted = edges.loc[edges["root"].notna(), ["comm", "kind", "root", "receiver", "attributed_ns"]]
+    # who waited: the receiver, or the sender where only its credits waited
+    waited = edges["sender"].where(edges["credit_only"], edges["receiver"]).rename("waited")
+    rooted = pd.concat([edges[["comm", "kind", "root"]], waited, edges["attributed_ns"]], axis=1)
+    rooted = rooted.loc[edges["root"].notna()]
     ops = edges.groupby(["comm", "kind"])["inst"].nunique()
     acc: dict[tuple, dict] = defaultdict(
         lambda: {"comms": set(), "wait": 0.0, "victims": set(), "edges": 0, "per": defaultdict(float)}
     )
-    for comm, kind, root, receiver, wait in rooted.itertuples(index=False):
+    for comm, kind, root, who, wait in rooted.itertuples(index=False):
         cm = comms[comm]
         ranks = tuple(cm.rank(r) for r in root.ranks)
         a = acc[(root.kind, ranks) if cm.is_global else (root.kind, ranks, comm)]
         a["comms"].add(comm)
         a["wait"] += float(wait)
         a["per"][(comm, kind)] += float(wait)
-        a["victims"].add(cm.rank(int(receiver)))
+        a["victims"].add(cm.rank(int(who)))
         a["edges"] += 1
         a["ambiguous"] = a.get("ambiguous", False) or root.ambiguous
         a["global"] = cm.is_global
+    senders = _credit_senders(edges, comms)
     found = []
     for key, a in acc.items():
         if max(w / ops[ck] for ck, w in a["per"].items()) < floor_ns:
             continue
         kind, ranks = key[0], key[1]
         victims = tuple(sorted(a["victims"] - ({ranks[0]} if kind != LINK else set())))
+        credit, only = senders.get(key[2:] + ranks, (set(), False)) if kind == RECEIVER else (set(), False)
         found.append(
-            Finding(kind, ranks, tuple(sorted(a["comms"])), a["wait"], victims, a["edges"], a["ambiguous"], a["global"])
+            Finding(
+                kind,
+                ranks,
+                tuple(sorted(a["comms"])),
+                a["wait"],
+                victims,
+                a["edges"],
+                a["ambiguous"],
+                a["global"],
+                tuple(sorted(credit)),
+                only,
+            )
         )
     return sorted(found, key=lambda f: -f.wait_ns)
+
+
+def _credit_senders(edges: pd.DataFrame, comms: dict[str, CommMap]) -> dict[tuple, tuple[set[int], bool]]:
+    """Per receiver (global rank, or (communicator, local rank) where ranks do not map): the
+    senders whose sends to it waited for its credits, and whether its receives from them
+    were all ordinary (only the credits waited)."""
+    waited = edges.loc[edges["credit_waits"], ["comm", "sender", "receiver", "credit_only"]]
+    out: dict[tuple, tuple[set[int], bool]] = {}
+    for comm, s, r, only in waited.itertuples(index=False):
+        cm = comms[comm]
+        key = (cm.rank(int(r)),) if cm.is_global else (comm, cm.rank(int(r)))
+        senders, all_only = out.get(key, (set(), True))
+        senders.add(cm.rank(int(s)))
+        out[key] = (senders, all_only and bool(only))
+    return out
 
 
 def analyze_proxy_waits(
@@ -165,7 +229,10 @@ def analyze_proxy_waits(
         by_kind[f.kind] += f.wait_ns
     finding = max(by_kind, key=by_kind.get) if by_kind else NONE
     culprits = sorted({f.ranks[0] for f in named if f.kind in (SLOW_GPU, RECEIVER)})
-    links = sorted({(f.ranks[0], f.ranks[1]) for f in named if f.kind == LINK})
+    links = sorted(
+        {(f.ranks[0], f.ranks[1]) for f in named if f.kind == LINK}
+        | {(f.credit_senders[0], f.ranks[0]) for f in named if f.link_fits_too}
+    )
     victims = sorted({v for f in named for v in f.victims} - set(culprits))
     g = _to_global(rows.rename(columns={"comm_hash": "comm"}), comms, ("rank", "peer"))
     rows = rows.assign(g_rank=g["rank"], g_peer=g["peer"])

@@ -10,7 +10,13 @@ clock). The walk goes on from that edge's sender until:
 
 - a rank whose sends waited on its GPU while none of its receives waited: **slow GPU**;
 - an edge that waited while its sender neither waited on its GPU nor on credits: **slow link**;
-- an edge whose sender waited on the receiver's credits: **receiver congestion**;
+- an edge whose sender waited on the receiver's credits: **receiver congestion**, unless
+  the receiver's own sends of that op waited on its GPU: a rank late with its own data
+  frees its receive slots late too, so its senders' credit waits are its lateness, and the
+  walk goes on from its own late sends. (In a ring, a receive side that posts late also
+  makes the rank late with its sends: from per-op sums that reads as a slow GPU of the
+  same rank; the finding says that both fit.) A credit wait never explains a rank's own
+  GPU wait: it is the receiver making its sender wait, not the reverse;
 - an edge with no send rows: **unresolved** (the sender's rows are missing);
 - a cycle (no rank whose wait is its own): the delay of a root found elsewhere in the
   communicator coming back around (:func:`settle_cycles`), or else the rank in it whose
@@ -54,6 +60,7 @@ class _In:
     cls: str
     recv_ts: float
     waiting: bool
+    credit_only: bool
 
 
 class Walker:
@@ -68,6 +75,8 @@ class Walker:
         self.recv_in: dict[int, float] = defaultdict(float)
         self.recv_raw: dict[int, float] = defaultdict(float)
         self.gpu_raw: dict[tuple[int, int], float] = {}
+        self.late_out: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        """Each rank's sends that waited on its GPU beyond the noise: (receiver, excess)."""
         cols = [
             "sender",
             "receiver",
@@ -79,8 +88,11 @@ class Walker:
             "sender_ts",
             "receiver_ts",
             "receiver_ops",
+            "credit_only",
+            "sender_late",
+            "x_gpu",
         ]
-        for row, (s, r, xr, rr, g, mode, waiting, sts, rts, rops) in zip(
+        for row, (s, r, xr, rr, g, mode, waiting, sts, rts, rops, credit, late, xg) in zip(
             edges.index, edges[cols].itertuples(index=False)
         ):
             s, r = int(s), int(r)
@@ -88,8 +100,10 @@ class Walker:
             self.gpu_raw[(s, r)] = float(g)
             self.gpu_out[s] += float(g)
             self.recv_raw[r] += float(rr)
+            if late:
+                self.late_out[s].append((r, float(xg)))
             if rops > 0:
-                edge = _In(row, s, float(xr), float(rr), mode, _time(rts), bool(waiting))
+                edge = _In(row, s, float(xr), float(rr), mode, _time(rts), bool(waiting), bool(credit))
                 self.into[r].append(edge)
                 self.by_pair[(s, r)] = edge
             if waiting:
@@ -117,7 +131,7 @@ class Walker:
         wait, as measured, is half of the send's GPU wait: a rank whose receives wait as long
         as its sends is not where the wait began, even when its siblings, compared with,
         happen to be slow too."""
-        into = self.into.get(s, [])
+        into = [e for e in self.into.get(s, []) if not e.credit_only]
         found = self._pick(s, r, [e for e in into if e.waiting or e.x_recv >= EXPLAINS_SHARE * x], "x_recv")
         if found is not None:
             return found
@@ -156,15 +170,27 @@ class Walker:
             self.memo[state] = found
         return found
 
+    def late_receiver(self, r: int) -> Root:
+        """Where the lateness of ``r``, whose senders waited for its credits, began: from its
+        latest send that waited on its GPU; a congested receive side if none did."""
+        if not self.late_out.get(r):
+            return Root(RECEIVER, (r,))
+        k, x = max(self.late_out[r], key=lambda late: late[1])
+        return self.root(r, k, x)
+
     def roots(self) -> dict[int, Root]:
         """The root of every waiting edge, by the edge's row label."""
         out: dict[int, Root] = {}
         for r, edges in self.into.items():
             for e in edges:
-                if e.waiting:
-                    out[e.row] = (
-                        self.root(e.sender, r, e.x_recv) if e.cls == PROPAGATED else _terminal(e.cls, e.sender, r)
-                    )
+                if not e.waiting:
+                    continue
+                if e.credit_only:
+                    out[e.row] = self.late_receiver(r)
+                elif e.cls == PROPAGATED:
+                    out[e.row] = self.root(e.sender, r, e.x_recv)
+                else:
+                    out[e.row] = _terminal(e.cls, e.sender, r)
         alone = self.edges.loc[self.edges["send_only"], ["sender", "receiver", "x_gpu"]]
         for row, (s, r, xg) in zip(alone.index, alone.itertuples(index=False)):
             out[row] = self.root(int(s), int(r), float(xg))
@@ -196,11 +222,13 @@ def walk(edges: pd.DataFrame) -> pd.Series:
 
 
 def attributed_wait(edges: pd.DataFrame) -> np.ndarray:
-    """Each edge's excess receive wait over the window (ns): per-op excess times ops; for a
-    send with no receive rows, its excess GPU wait."""
+    """Each edge's excess wait over the window (ns): per-op excess times ops, of the receive
+    wait; of the sender's credit wait where only that waited; of the sender's GPU wait for a
+    send with no receive rows."""
     recv = (edges["x_recv"] * edges["receiver_ops"]).to_numpy(dtype=float)
+    credit = (edges["x_peerw"] * edges["sender_ops"]).to_numpy(dtype=float)
     send = (edges["x_gpu"] * edges["sender_ops"]).to_numpy(dtype=float)
-    return np.where(edges["send_only"].to_numpy(), send, recv)
+    return np.where(edges["send_only"].to_numpy(), send, np.where(edges["credit_only"].to_numpy(), credit, recv))
 
 
 def settle_cycles(edges: pd.DataFrame, roots: pd.Series) -> pd.Series:

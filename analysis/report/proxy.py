@@ -37,6 +37,8 @@ def _finding(f: Finding) -> dict[str, Any]:
         "edges": f.edges,
         "ambiguous": f.ambiguous,
         "ranks_are_global": f.is_global,
+        "credit_senders": list(f.credit_senders),
+        "link_fits_too": f.link_fits_too,
     }
 
 

@@ -48,10 +48,18 @@ def finding_sentence(f: Finding) -> str:
             f"{PREFIX} the link from rank {s} to rank {r} (or a NIC on it) is slow: rank {r} waited for data rank "
             f"{s} was ready to send and cleared to send; {ranks_text(list(f.victims), 12)} waited{extra}."
         )
-    if f.kind == RECEIVER:
+    if f.kind == RECEIVER and f.link_fits_too:
+        (s,) = f.credit_senders
         return (
-            f"{PREFIX} rank {f.ranks[0]}'s receive side is congested: its senders waited for its clear-to-send "
-            f"credits; {victims}{extra}."
+            f"{PREFIX} rank {s} waited for rank {f.ranks[0]}'s clear-to-send credits, and no other sender did: "
+            f"rank {f.ranks[0]}'s receive side is congested, or the link between ranks {s} and {f.ranks[0]} "
+            f"(or a NIC on it) is slow; both fit; {victims}{extra}."
+        )
+    if f.kind == RECEIVER:
+        waited = f" ({ranks_text(list(f.credit_senders), 12)})" if f.credit_senders else ""
+        return (
+            f"{PREFIX} rank {f.ranks[0]}'s receive side is congested: its senders{waited} waited for its "
+            f"clear-to-send credits; {victims}{extra}."
         )
     return (
         f"{PREFIX} {ranks_text(list(f.victims), 12)} waited on rank {f.ranks[0]}, which reported no send to "

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..diagnosis.proxy_waits import Finding, ProxyWaits
-from ..diagnosis.proxy_walk import LINK, UNRESOLVED
+from ..diagnosis.proxy_walk import LINK, RECEIVER, UNRESOLVED
 from ..model.health import DEVICE_WORDS, RankHealth
 
 METRICS = {
@@ -49,6 +49,15 @@ class Matrix:
     """ms per op; NaN where no edge."""
     cells: pd.DataFrame
     """One row per edge: receiver, sender, row, col, value (ms), class."""
+
+
+def default_metric(pw: ProxyWaits) -> str:
+    """The matrix to show first: the credit waits where a receiver is named on them alone
+    (its receive waits are ordinary, so the receive-wait matrix shows nothing), else the
+    receive waits."""
+    if any(f.kind == RECEIVER and f.only_credits for f in pw.findings):
+        return "send credit wait"
+    return "receive wait"
 
 
 def wait_matrix(pw: ProxyWaits, metric: str = "receive wait", max_ranks: int = 512) -> Matrix | None:
@@ -141,15 +150,20 @@ def findings_table(pw: ProxyWaits) -> pd.DataFrame:
 
 
 def rankings(pw: ProxyWaits, top: int = 10) -> dict[str, pd.DataFrame]:
-    """Ranks by send GPU wait (culprits' signal) and by receive wait (victims'), per op."""
+    """Ranks by send GPU wait (culprits' signal), by receive wait (victims'), and receivers by
+    the credit waits of their senders (a congested receive side's signal)."""
     e = pw.edges
     if e.empty:
         return {}
     gpu = e.groupby("sender", as_index=False)["gpu"].sum().sort_values("gpu", ascending=False).head(top)
     recv = e.groupby("receiver", as_index=False)["recv"].sum().sort_values("recv", ascending=False).head(top)
+    credit = e.groupby("receiver", as_index=False)["peerw"].sum().sort_values("peerw", ascending=False).head(top)
     return {
         "send GPU wait (culprit signal)": gpu.rename(columns={"sender": "rank", "gpu": "total ns"}),
         "receive wait (victim signal)": recv.rename(columns={"receiver": "rank", "recv": "total ns"}),
+        "credit wait of its senders (congested receiver signal)": credit.rename(
+            columns={"receiver": "rank", "peerw": "total ns"}
+        ),
         "probing's root-culprit summary (local ranks, all communicators)": pd.DataFrame(
             pw.probing.get("root_culprit_summary", [])
         ),

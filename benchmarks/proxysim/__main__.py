@@ -66,7 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.proxysim", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--world", type=int, default=16)
-    ap.add_argument("--fault", type=_fault, action="append", default=[], help="slow_gpu:R, slow_link:S,R, congestion:R")
+    ap.add_argument(
+        "--fault",
+        type=_fault,
+        action="append",
+        default=[],
+        help="slow_gpu:R, slow_link:S,R, congestion:R, credit_congestion:R, credit_noise:R",
+    )
     ap.add_argument("--formats", default=",".join((*FORMATS, "chrome")))
     ap.add_argument("--iterations", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)

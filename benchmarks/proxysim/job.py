@@ -14,8 +14,13 @@ communicator-local ranks (NCCL's ``comm->rank``):
 
 Faults (global ranks): ``slow_gpu`` (the GPU reaches every collective late and runs its
 kernels slowly), ``slow_link`` (sender -> receiver: every step on that link takes
-longer), ``congestion`` (the receiver grants clear-to-send late). Every op also gets
-healthy noise: jitter in when ranks arrive, kernel and link times.
+longer), ``congestion`` (the receiver grants clear-to-send late), ``credit_congestion``
+(the receiver posts each receive of its pipeline connections late, as a receive path
+congested on its host would: only its senders' credit waits show it, as each receive, once
+posted, gets its data at once; put at a first stage, whose sends do not wait on those
+receives, nothing else shows it), ``credit_noise`` (the receiver posts
+each op's receives a little late, once: credit waits within the noise, nothing to name). Every op also gets healthy noise: jitter in when
+ranks arrive, kernel and link times.
 """
 
 from __future__ import annotations
@@ -30,14 +35,15 @@ from .timing import Connections, Ranks, p2p, ring, tree
 
 EPOCH_NS = 1_760_000_000_000_000_000
 ITERATION_US = 60_000.0
-KINDS = ("slow_gpu", "slow_link", "congestion")
+KINDS = ("slow_gpu", "slow_link", "congestion", "credit_congestion", "credit_noise")
 
 
 @dataclass(frozen=True)
 class Fault:
     kind: str
     ranks: tuple[int, ...]
-    """slow_gpu: (rank,); slow_link: (sender, receiver); congestion: (receiver,)."""
+    """slow_gpu: (rank,); slow_link: (sender, receiver); congestion, credit_congestion,
+    credit_noise: (receiver,)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class Params:
     slow_kernel: float = 3.0
     link_factor: float = 30.0
     congestion_us: float = 400.0
+    repost_us: float = 500.0
+    """credit_congestion: after each receive of a pipeline transfer (8 steps: several ms of
+    credit waits an op)."""
+    noise_post_us: float = 300.0
+    """credit_noise: the receiver posts an op's first receives this late, once per op (its
+    senders wait for credits that long, well under the 2 ms noise floor, at any size)."""
     kernel_us: float = 5.0
     xfer_us: float = 10.0
     ctl_us: float = 3.0
@@ -112,6 +124,8 @@ class _Sim:
         self.slow = {f.ranks[0] for f in job.faults if f.kind == "slow_gpu"}
         self.links = {f.ranks for f in job.faults if f.kind == "slow_link"}
         self.congested = {f.ranks[0] for f in job.faults if f.kind == "congestion"}
+        self.reposting = {f.ranks[0] for f in job.faults if f.kind == "credit_congestion"}
+        self.late_post = {f.ranks[0] for f in job.faults if f.kind == "credit_noise"}
         self.rows: list[pd.DataFrame] = []
         self.keep_steps = keep_steps
         self.steps: list[dict] = []
@@ -119,8 +133,8 @@ class _Sim:
         self.op = 0
         """Which op the emitted rows belong to (a tree's up and down halves are one op)."""
 
-    def ranks(self, members: np.ndarray, t0: float) -> Ranks:
-        """``members`` ``(C, n)`` global ranks."""
+    def ranks(self, members: np.ndarray, t0: float, pipeline: bool = False) -> Ranks:
+        """``members`` ``(C, n)`` global ranks; ``pipeline``: for the pipeline's transfers."""
         p, shape = self.p, members.shape
         ready = t0 + 100.0 + self.rng.uniform(0, p.jitter_us, shape)
         kernel = p.kernel_us * (1 + self.rng.uniform(0, 0.2, shape))
@@ -128,8 +142,9 @@ class _Sim:
         ready = ready + slow * p.slow_delay_us
         kernel = kernel * np.where(slow, p.slow_kernel, 1.0)
         ctl = p.ctl_us + np.isin(members, list(self.congested)) * p.congestion_us
-        post = t0 + self.rng.uniform(0, 20.0, shape)
-        return Ranks(post, ready, kernel, ctl)
+        post = t0 + self.rng.uniform(0, 20.0, shape) + np.isin(members, list(self.late_post)) * p.noise_post_us
+        repost = np.isin(members, list(self.reposting)) * p.repost_us * pipeline
+        return Ranks(post, ready, kernel, ctl, repost)
 
     def xfer(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         base = self.p.xfer_us * (1 + self.rng.uniform(0, 0.2, src.shape))
@@ -218,7 +233,7 @@ def _pipeline(sim: _Sim, comms: list[Comm], t0: float) -> None:
     """GPipe: every micro-batch forward through the stages, then backward."""
     p = sim.p
     members = np.array([c.members for c in comms])  # (dp, pp)
-    ranks = sim.ranks(members, t0)
+    ranks = sim.ranks(members, t0, pipeline=True)
     n_stages = members.shape[1]
     compute = p.compute_us * np.where(np.isin(members, list(sim.slow)), p.slow_kernel, 1.0)
     free = ranks.ready.copy()

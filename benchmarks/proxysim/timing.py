@@ -43,6 +43,11 @@ class Ranks:
     """GPU time per step (a slow GPU takes longer)."""
     ctl: np.ndarray
     """Latency of this rank's clear-to-send to its senders (a congested receiver is slow)."""
+    repost: np.ndarray | None = None
+    """A receive path congested on this rank's host: its proxy posts the next receive only
+    this long after the data of the one before arrived (one at a time, slowly), so its
+    senders wait for credits, while each receive, once posted, gets its data at once.
+    None or 0: receives are posted as soon as their slots are free."""
 
 
 class Connections:
@@ -59,6 +64,8 @@ class Connections:
         self.recv = {k: np.zeros(shape) for k in RECV_TIMES}
         self.post_s, self.post_r = ranks.post[:, src], ranks.post[:, dst]
         self.kernel_r, self.ctl_r = ranks.kernel[:, dst], ranks.ctl[:, dst]
+        self.repost_r = np.zeros_like(self.post_r) if ranks.repost is None else ranks.repost[:, dst]
+        self.next_post = np.where(self.repost_r > 0, self.post_r, -np.inf)
         self.rp_prev = self.post_r.copy()
         self.cons_prev = ranks.ready[:, dst].copy()
         self.link_free = self.post_s.copy()
@@ -69,7 +76,7 @@ class Connections:
 
     def step(self, t: int, gpu: np.ndarray, idx: np.ndarray | slice = slice(None)) -> None:
         """Step ``t`` of connections ``idx``, whose senders' data is ready at ``gpu``."""
-        rp = np.maximum(self.rp_prev[:, idx], self.post_r[:, idx])
+        rp = np.maximum(np.maximum(self.rp_prev[:, idx], self.next_post[:, idx]), self.post_r[:, idx])
         g0 = self.post_s[:, idx]
         if t >= NCCL_STEPS:
             rp = np.maximum(rp, self.recv["consumed"][:, idx, t - NCCL_STEPS])
@@ -84,6 +91,7 @@ class Connections:
         for key, value in zip(RECV_TIMES, (rp, np.maximum(arrive, rp), flushed, consumed)):
             self.recv[key][:, idx, t] = value
         self.link_free[:, idx] = arrive
+        self.next_post[:, idx] = np.where(self.repost_r[:, idx] > 0, arrive + self.repost_r[:, idx], -np.inf)
         self.cons_prev[:, idx] = consumed
         self.rp_prev[:, idx] = rp
 

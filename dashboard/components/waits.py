@@ -76,6 +76,8 @@ def _header(pe: ProxyEvidence) -> None:
 def _matrix(pw: ProxyWaits) -> bool:
     """The rank x peer matrix and the clicked edge; False when no proxy op names a peer."""
     ss = st.session_state
+    if state.WAITS_METRIC not in ss:  # first shown: what the finding rests on
+        ss[state.WAITS_METRIC] = views.default_metric(pw)
     metric = st.radio("Matrix", list(views.METRICS), horizontal=True, key=state.WAITS_METRIC)
     matrix = views.wait_matrix(pw, metric)
     if matrix is None:
