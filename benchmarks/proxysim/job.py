@@ -63,9 +63,10 @@ class Params:
     repost_us: float = 500.0
     """credit_congestion: after each receive of a pipeline transfer (8 steps: several ms of
     credit waits an op)."""
-    noise_post_us: float = 300.0
+    noise_post_us: float = 100.0
     """credit_noise: the receiver posts an op's first receives this late, once per op (its
-    senders wait for credits that long, well under the 2 ms noise floor, at any size)."""
+    senders wait for its first credits about that long, within the healthy jitter of when ranks
+    reach an op)."""
     kernel_us: float = 5.0
     xfer_us: float = 10.0
     ctl_us: float = 3.0
@@ -142,9 +143,10 @@ class _Sim:
         ready = ready + slow * p.slow_delay_us
         kernel = kernel * np.where(slow, p.slow_kernel, 1.0)
         ctl = p.ctl_us + np.isin(members, list(self.congested)) * p.congestion_us
-        post = t0 + self.rng.uniform(0, 20.0, shape) + np.isin(members, list(self.late_post)) * p.noise_post_us
+        post = t0 + self.rng.uniform(0, 20.0, shape)
         repost = np.isin(members, list(self.reposting)) * p.repost_us * pipeline
-        return Ranks(post, ready, kernel, ctl, repost)
+        recv_late = np.isin(members, list(self.late_post)) * p.noise_post_us
+        return Ranks(post, ready, kernel, ctl, repost, recv_late)
 
     def xfer(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         base = self.p.xfer_us * (1 + self.rng.uniform(0, 0.2, src.shape))

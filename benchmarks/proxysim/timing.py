@@ -48,6 +48,8 @@ class Ranks:
     this long after the data of the one before arrived (one at a time, slowly), so its
     senders wait for credits, while each receive, once posted, gets its data at once.
     None or 0: receives are posted as soon as their slots are free."""
+    recv_late: np.ndarray | None = None
+    """How much later than its sends this rank's proxy posts an op's first receives."""
 
 
 class Connections:
@@ -63,6 +65,8 @@ class Connections:
         self.send = {k: np.zeros(shape) for k in SEND_TIMES}
         self.recv = {k: np.zeros(shape) for k in RECV_TIMES}
         self.post_s, self.post_r = ranks.post[:, src], ranks.post[:, dst]
+        if ranks.recv_late is not None:
+            self.post_r = self.post_r + ranks.recv_late[:, dst]
         self.kernel_r, self.ctl_r = ranks.kernel[:, dst], ranks.ctl[:, dst]
         self.repost_r = np.zeros_like(self.post_r) if ranks.repost is None else ranks.repost[:, dst]
         self.next_post = np.where(self.repost_r > 0, self.post_r, -np.inf)
