@@ -36,8 +36,9 @@ def jobs(tmp_path_factory):
             c = case(fault, world)
             out = tmp_path_factory.mktemp(f"w{world}-{fault}")
             fmts = (*formats, "chrome") if world <= 16 else formats
+            per_process = world <= 16 or (fault.startswith("credit") and world <= 256)
             write_job(
-                out, world, list(c.faults), fmts, iterations=4 if world < 1024 else 3, seed=1, per_process=world <= 16
+                out, world, list(c.faults), fmts, iterations=4 if world < 1024 else 3, seed=1, per_process=per_process
             )
             made[key] = (out, c)
         return made[key]
@@ -96,10 +97,11 @@ def _expected(c) -> set:
 
 @pytest.mark.parametrize("fault", ["credit_congestion", "credit_noise"])
 @pytest.mark.parametrize("source", ["csv", "parquet", "csv-per-process", "parquet-per-process"])
-def test_credit_waits_at_16_ranks(jobs, fault, source) -> None:
+@pytest.mark.parametrize("world", [16, 64, 256])
+def test_credit_waits(jobs, world, fault, source) -> None:
     """A receiver seen only in its sender's credit waits, and credit waits within the noise,
-    at 16 ranks: with global ranks and from each process's own table."""
-    out, c = jobs(16, fault)
+    at 16, 64 and 256 ranks: with global ranks and from each process's own table."""
+    out, c = jobs(world, fault)
     report = analyze_proxy_ops(out / source)
     assert report.file_errors == []
     if report.proxy_waits.waits.ranks_are_global:
