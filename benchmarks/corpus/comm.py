@@ -33,6 +33,8 @@ DTYPES: dict[str, tuple[str, int]] = {
 SAME_WIDTH = {"float32": "int32", "bfloat16": "float16", "float16": "bfloat16", "int64": "float64"}
 
 STALLS = ("stuck", "crash")
+# Faults the job applies itself, on another line of the same function (``Comm.branch_spec``).
+BRANCHES = ("size_branch", "dtype_branch")
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,10 @@ class Fault:
     group kind), ``op`` (another op; ``arg`` the op), ``size`` (``arg`` ``zero``
     or ``reshape``), ``dtype`` (``arg`` the dtype), ``a2a`` (the output splits
     expect one row more from group rank ``arg``), ``p2p_skip`` (leaves out its
-    ``arg`` = ``send`` or ``recv`` of a send/recv batch).
+    ``arg`` = ``send`` or ``recv`` of a send/recv batch), ``size_branch`` and
+    ``dtype_branch`` (as ``size`` and ``dtype``, but the job itself builds the
+    wrong tensor and issues it from the neighbouring line of the same function:
+    see ``branch_spec``).
     """
 
     rank: int
@@ -148,6 +153,22 @@ class Comm:
         """The group kind of an extra collective to issue here, if this rank's fault says so."""
         fault = self._hook(f"extra:{where}")
         return fault.arg if fault is not None and fault.action == "extra" else None
+
+    def branch_spec(self, site: str, spec: Spec) -> Spec | None:
+        """The wrong tensor a rank's other branch passes at the next ``site``, or None on the usual path.
+
+        Real bugs of this kind live in the caller (``if bad: all_reduce(empty_bucket)
+        else: all_reduce(bucket)``), so the job asks here which branch to take and
+        issues the op itself from the other line: its call site differs from its
+        peers' by line number only. It only peeks: the op's own ``_hook`` counts
+        the occurrence, so every later call lines up with the program again.
+        """
+        fault = self._faults.get((self.step, site, self._occurrences[site]))
+        if fault is None or fault.action not in BRANCHES:
+            return None
+        if fault.action == "size_branch":
+            return spec.resized(fault.arg)
+        return replace(spec, dtype=fault.arg)
 
     # -- ops ----------------------------------------------------------------
     def all_reduce(self, site: str, kind: str, spec: Spec) -> None:

@@ -61,6 +61,22 @@ FAMILIES: dict[str, Family] = {
             "a rank passes a same-width other dtype to an all_reduce (completes)",
         ),
         Family(
+            "size_mismatch_branch",
+            ("size_mismatch",),
+            ("gloo", "nccl"),
+            "exact_ranks",
+            "a rank passes a zero-element or differently shaped gradient bucket to start_grad_sync's "
+            "all_reduce from the neighbouring line of that function (another branch)",
+        ),
+        Family(
+            "dtype_mismatch_branch",
+            ("dtype_mismatch",),
+            ("gloo", "nccl"),
+            "exact_ranks",
+            "a rank passes its gradient bucket cast to a same-width other dtype to start_grad_sync's "
+            "all_reduce from the neighbouring line of that function (completes)",
+        ),
+        Family(
             "alltoall_splits",
             ("size_mismatch",),
             ("gloo",),

@@ -307,7 +307,18 @@ def forward_backward_pipelining_without_interleaving(comm: Comm, cfg: JobConfig)
 
 
 def start_grad_sync(comm: Comm, numel: int, dtype: str) -> None:
-    comm.all_reduce("start_grad_sync", "dp", Spec((numel,), dtype))
+    """Reduce one gradient bucket; a faulty rank takes the other branch (``*_mismatch_branch``).
+
+    The two calls sit on neighbouring lines on purpose: the wrong bucket (empty,
+    reshaped or cast) goes out from this function at another line than its
+    peers' bucket, as in ``if bad: all_reduce(empty_bucket) else: all_reduce(bucket)``.
+    """
+    bucket = Spec((numel,), dtype)
+    wrong = comm.branch_spec("start_grad_sync", bucket)
+    if wrong is not None:
+        comm.all_reduce("start_grad_sync", "dp", wrong)
+    else:
+        comm.all_reduce("start_grad_sync", "dp", bucket)
 
 
 def allreduce_word_embedding_grads(comm: Comm, cfg: JobConfig) -> None:

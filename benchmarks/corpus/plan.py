@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchmarks.corpus import job
-from benchmarks.corpus.comm import SAME_WIDTH, Fault
+from benchmarks.corpus.comm import BRANCHES, SAME_WIDTH, Fault
 from benchmarks.corpus.families import FAMILIES
 from benchmarks.corpus.observe import Observation
 from benchmarks.corpus.program import Coll, Item, P2PBatch, Programs, Stall, occurrences, record
@@ -24,7 +24,12 @@ from benchmarks.corpus.topology import Layout, Topology
 SMALL_BUFFER = 30
 DEFAULT_BUFFER = 2000
 # Families whose fault completes (nothing hangs): the fault entry itself must be in the dumps.
-COMPLETING = ("dtype_mismatch", "alltoall_splits")
+COMPLETING = ("dtype_mismatch", "dtype_mismatch_branch", "alltoall_splits")
+# Families whose fault hangs or completes (a zero-element bucket completes on its own rank under gloo).
+SIZES = ("size_mismatch", "size_mismatch_branch")
+# The *_branch families: the wrong tensor comes from the neighbouring line of the gradient all_reduce's
+# function (``job.start_grad_sync``), so the culprit's call site differs from its peers' by line only.
+BRANCH_SITE = "start_grad_sync"
 
 
 class PlanError(Exception):
@@ -166,6 +171,19 @@ def _group_size(item: Item) -> int:
     return 0
 
 
+def _all_reduces(real: list[tuple[str, int, Item]], family: str) -> list[tuple[str, int, Item]]:
+    """The all_reduces over two or more ranks a size or dtype fault can hit; the gradient buckets only
+    for the *_branch families (the job has the other branch there)."""
+    return [
+        c
+        for c in real
+        if isinstance(c[2], Coll)
+        and c[2].op == "all_reduce"
+        and _group_size(c[2]) >= 2
+        and (not family.endswith("_branch") or c[0] == BRANCH_SITE)
+    ]
+
+
 def _pick_fault(
     rng: random.Random,
     family: str,
@@ -208,7 +226,7 @@ def _pick_fault(
         rank = rng.randrange(world)
     if step is not None:
         pass
-    elif family in COMPLETING or family == "size_mismatch":
+    elif family in COMPLETING or family in SIZES:
         step = rng.randint(1, steps - 1)
     elif family in ("skip_collective", "extra_collective", "op_mismatch", "p2p_unposted"):
         step = rng.randint(1, steps - 2)
@@ -266,26 +284,19 @@ def _pick_fault(
             return []
         assert isinstance(got[2], Coll)
         return [Fault(rank, "op", step, got[0], got[1], "broadcast" if got[2].op == "all_reduce" else "all_reduce")]
-    if family == "size_mismatch":
-        got = choose([c for c in real if isinstance(c[2], Coll) and c[2].op == "all_reduce" and _group_size(c[2]) >= 2])
+    if family in SIZES:
+        action = "size" if family == "size_mismatch" else "size_branch"
+        got = choose(_all_reduces(real, family))
         if got is None:
             return []
-        return [Fault(rank, "size", step, got[0], got[1], rng.choice(("zero", "reshape")))]
-    if family == "dtype_mismatch":
-        got = choose(
-            [
-                c
-                for c in real
-                if isinstance(c[2], Coll)
-                and c[2].op == "all_reduce"
-                and c[2].in_spec.dtype in SAME_WIDTH
-                and _group_size(c[2]) >= 2
-            ]
-        )
+        return [Fault(rank, action, step, got[0], got[1], rng.choice(("zero", "reshape")))]
+    if family in ("dtype_mismatch", "dtype_mismatch_branch"):
+        action = "dtype" if family == "dtype_mismatch" else "dtype_branch"
+        got = choose([c for c in _all_reduces(real, family) if c[2].in_spec.dtype in SAME_WIDTH])  # type: ignore[union-attr]
         if got is None:
             return []
         assert isinstance(got[2], Coll)
-        return [Fault(rank, "dtype", step, got[0], got[1], SAME_WIDTH[got[2].in_spec.dtype])]
+        return [Fault(rank, action, step, got[0], got[1], SAME_WIDTH[got[2].in_spec.dtype])]
     if family == "alltoall_splits":
         cands = [c for c in real if c[0] == "token_dispatch"]
         if not cands:
@@ -359,6 +370,8 @@ def _divergence(plan_topo: Topology, cfg: job.JobConfig, f: Fault, healthy: Prog
         "op": "the collective where it called another op",
         "size": "the collective with the other size",
         "dtype": "the collective with the other dtype",
+        "size_branch": "the collective with the other size, from the neighbouring line",
+        "dtype_branch": "the collective with the other dtype, from the neighbouring line",
         "a2a": "the all_to_all whose output splits are off by one",
     }[f.action]
     return {**base, **_where(item), "what": what}
@@ -378,12 +391,14 @@ def _sentence(f: Fault, d: dict[str, Any]) -> str:
         return f"Rank {f.rank} issues one extra all_reduce of a [1] float debug metric ({where}) from log_debug_metric at step {f.step}."
     if f.action == "op":
         return f"Rank {f.rank} calls {f.arg} where its peers call the {where} ({f.site}) at {at}."
-    if f.action == "size":
+    branch = f", from the neighbouring line of {f.site} (another branch)" if f.action in BRANCHES else ""
+    if f.action in ("size", "size_branch"):
         what = "a zero-element tensor" if f.arg == "zero" else "the same elements in another shape"
-        return f"Rank {f.rank} passes {what} to the {where} ({f.site}) at {at}."
-    if f.action == "dtype":
+        return f"Rank {f.rank} passes {what} to the {where} ({f.site}) at {at}{branch}."
+    if f.action in ("dtype", "dtype_branch"):
         return (
-            f"Rank {f.rank} passes {f.arg} to the {where} ({f.site}) at {at}; the width is the same, so it completes."
+            f"Rank {f.rank} passes {f.arg} to the {where} ({f.site}) at {at}{branch}; "
+            "the width is the same, so it completes."
         )
     if f.action == "a2a":
         return (
@@ -514,7 +529,7 @@ def culprits_and_visibility(
         if hidden:
             return injected, f"rank(s) {hidden} are not singled out by the dumps"
         return injected, None
-    if family in COMPLETING or (family == "size_mismatch" and not any_pending):
+    if family in COMPLETING or (family in SIZES and not any_pending):
         d = diverged[0]
         key = (d["pg_name"], d["seq"])
         culprit = injected[0]
@@ -540,7 +555,7 @@ def draw(kind: str, family: str, seed: int, max_attempts: int = 60) -> CasePlan:
         topo = Topology(layout)
         cfg = _draw_config(rng, layout, kind)
         variants = _draw_variants(rng, kind, layout)
-        if kind == "nccl" and family in COMPLETING + ("size_mismatch",) and variants.only_active:
+        if kind == "nccl" and family in COMPLETING + SIZES and variants.only_active:
             # onlyActive drops completed entries, and with them a fault that completes
             variants = replace(variants, only_active=False)
         faults = tuple(_pick_fault(rng, family, kind, topo, cfg))
