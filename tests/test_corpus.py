@@ -109,7 +109,7 @@ def test_case_list_is_balanced_and_reproducible() -> None:
     cases = case_list(42, 5, list(FAMILIES), ["gloo", "nccl"])
     assert cases == case_list(42, 5, list(FAMILIES), ["gloo", "nccl"])
     pairs = [(k, f) for k, f, _ in cases]
-    assert len(set(pairs)) == 21 and max(pairs.count(p) for p in pairs) == 2
+    assert len(set(pairs)) == 25 and max(pairs.count(p) for p in pairs) == 2
 
 
 def test_grading() -> None:
