@@ -120,6 +120,31 @@ def find_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
 _WHOLE = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
 
 
+def attributes_that_differ(cells: pd.DataFrame, m: Mismatch) -> dict[str, dict[str, object]]:
+    """Every attribute (op, call site, sizes, dtypes) on which the odd ranks of ``m`` differ
+    from the others at its (group, seq): ``{attribute: {"odd": {rank: value}, "others": value}}``
+    (the others' most common value), whatever attribute decided the class. Sizes only where
+    every rank passes the same sizes to that op."""
+    here = cells.loc[(cells[s.PG_KEY] == m.pg_key).to_numpy() & (cells[s.SEQ] == m.seq).to_numpy()]
+    odd = here[s.RANK].isin(m.odd_ranks).to_numpy()
+    if not odd.any() or odd.all():
+        return {}
+    ops = here[s.OP].astype(str)
+    out: dict[str, dict[str, object]] = {}
+    for attribute in (s.OP, s.CALL_SITE, s.INPUT_SIZES, s.INPUT_DTYPES):
+        if attribute == s.INPUT_SIZES and not all(sizes_comparable(op) for op in ops.unique()):
+            continue
+        values = here[attribute].astype(str).where(here[attribute].notna(), None)
+        others = values[~odd].dropna()
+        if others.empty:
+            continue
+        usual = others.mode().iloc[0]
+        theirs = {int(r): v for r, v in zip(here[s.RANK][odd], values[odd]) if v is not None and v != usual}
+        if theirs:
+            out[attribute] = {"odd": theirs, "others": usual}
+    return out
+
+
 def _shifted(m: Mismatch, cells: pd.DataFrame, families: Families) -> Mismatch:
     """A size or dtype mismatch whose odd ranks are one collective off the others: a desync.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from .. import schema as s
 from ..model.cells import created_ns
@@ -18,8 +19,11 @@ from .analysis import Analysis
 from .findings import Finding, Kind, Role
 from .hang import explain_hang
 from .lone import lone_departures
-from .mismatch import Mismatch
+from .mismatch import Mismatch, attributes_that_differ
 from .waitfor import reaches
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Wave = tuple[str, int | None, str | None]
 """(group key, seq, op) where progress diverged."""
@@ -77,13 +81,14 @@ def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
     return min(times) if times else None
 
 
-def _mismatch_finding(m: Mismatch) -> Finding:
+def _mismatch_finding(m: Mismatch, cells: pd.DataFrame) -> Finding:
     detail = {
         "attribute": m.attribute,
         "found": m.found,
         "expected": m.expected,
         "decided_by": m.decided_by,
         "shift": m.shift,
+        "differs": attributes_that_differ(cells, m),
     }
     if m.decisive:
         return Finding(Kind.MISMATCH, Role.SUSPECT, m.odd_ranks, m.failure_class, m.pg_key, m.seq, detail=detail)
@@ -98,11 +103,11 @@ def _weigh_mismatches(a: Analysis, draft: _Draft) -> list[Mismatch]:
     decisive = [m for m in first_per_group.values() if m.decisive]
     for m in sorted(decisive, key=lambda m: (m.failure_class.priority, m.seq)):
         op = a.cells.loc[(a.cells[s.PG_KEY] == m.pg_key) & (a.cells[s.SEQ] == m.seq), s.OP]
-        draft.add(_mismatch_finding(m), (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None))
+        draft.add(_mismatch_finding(m, a.cells), (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None))
     decided_groups = {d.pg_key for d in decisive}
     for m in sorted(a.mismatches, key=lambda m: (m.failure_class.priority, m.seq)):
         if not m.decisive and m.pg_key not in decided_groups:
-            draft.add(_mismatch_finding(m))
+            draft.add(_mismatch_finding(m, a.cells))
     return decisive
 
 

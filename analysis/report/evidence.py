@@ -83,11 +83,22 @@ def _mismatch(f: Finding, where: str) -> str:
             if shift > 0
             else f" {who} issued at seq {f.seq + 1} what the others issued here: an added collective."
         )
-    return text
+    return text + _also_differ(f)
+
+
+def _also_differ(f: Finding) -> str:
+    """Every other attribute the odd ranks differ on, with their values and the others'."""
+    parts = []
+    for attribute, d in f.detail.get("differs", {}).items():
+        if attribute == f.detail["attribute"]:
+            continue
+        theirs = "; ".join(f"rank {r}: {v}" for r, v in list(d["odd"].items())[:4])
+        parts.append(f"{_ATTRIBUTE_WORDS[attribute]} ({theirs}; the others: {d['others']})")
+    return f" The {', '.join(parts)} differ too." if parts else ""
 
 
 def _undecided(f: Finding, where: str) -> str:
-    return f"{_differ(f, where)}, and no majority or sibling group decides which is right."
+    return f"{_differ(f, where)}, and no majority or sibling group decides which is right.{_also_differ(f)}"
 
 
 def _skipped(f: Finding, where: str) -> str:

@@ -1,0 +1,146 @@
+"""The consensus program: layer 1 of the one model (``docs/one-model.md``).
+
+A position of the program is (family, seq): the groups of one family (``model/families``:
+one description, one agreed history) are at the same point of the program at the same
+seq, so every cell of every group of the family at that seq is a witness of the call the
+program issues there. The call is the token (op, input sizes, input dtypes, call site)
+most of those cells carry:
+
+- ``support``: the cells that carry it; ``seen``: the cells at the position at all. A
+  position every rank reached and agreed on has ``support == seen``; a wrong tensor on one
+  rank leaves ``support == seen - 1`` with the call the others issued.
+- ``period``: where a family's calls repeat every ``p`` seqs (a training step), the
+  smallest such ``p``; positions are then also compared by their ``phase`` (seq mod p), so
+  a call only a few ranks reached in the hung step is weighed with what every rank issued
+  at that phase of the earlier steps (``phase_support`` of ``phase_seen``).
+
+A pure function of the cells table, with array operations only (tens of millions of
+cells at scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from ..opnames import is_exchange
+from .families import Families
+
+TOKEN = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
+"""What a call is: two cells carry the same call when all four agree."""
+MAX_PERIOD = 512
+"""The longest step (in seqs of one family) looked for: a step issues tens to hundreds of
+collectives of one group."""
+PERIOD_AGREEMENT = 0.95
+"""The share of positions one period apart whose calls must agree for the history to
+repeat with that period (a wrong call or two in a long history do not break it)."""
+MIN_REPEATS = 2
+"""A period must be seen at least this many times over in the family's history."""
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The consensus program of every family: one row per position."""
+
+    calls: pd.DataFrame
+    """family, seq, op, input sizes, input dtypes, call site (the consensus call), support,
+    seen, phase (seq mod the family's period; the seq where it has none), phase_support,
+    phase_seen (the same counts over every position of that phase)."""
+    period: dict[str, int]
+    """family -> its step period in seqs, where its history repeats."""
+
+    def at(self, family: str, seq: int) -> pd.Series | None:
+        """The program's call at one position (None where no cell was ever seen there)."""
+        hit = self.calls.loc[(self.calls["family"] == family).to_numpy() & (self.calls[s.SEQ] == seq).to_numpy()]
+        return None if hit.empty else hit.iloc[0]
+
+
+def token_codes(cells: pd.DataFrame) -> np.ndarray:
+    """One int64 per cell, equal for cells that carry the same call (missing values match).
+    An exchange's sizes are left out: its splits differ by rank and by step."""
+    ops = cells[s.OP].array
+    exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
+    token = np.zeros(len(cells), dtype=np.int64)
+    for col in TOKEN:
+        codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
+        if col == s.INPUT_SIZES:
+            codes = np.where(exchange, 0, codes)
+        token = token * (int(codes.max(initial=0)) + 1) + codes
+    return token
+
+
+def consensus_program(cells: pd.DataFrame, families: Families) -> Program:
+    """The call most cells issue at each (family, seq), with its support; folded by period."""
+    if cells.empty:
+        return Program(pd.DataFrame(columns=["family", s.SEQ, *TOKEN, "support", "seen"]), {})
+    keys = cells[s.PG_KEY].astype("category").array  # one lookup per group, not per cell
+    names = [families.family_of.get(str(k), str(k)) for k in keys.categories]
+    fam = pd.Categorical(names)
+    of_key = np.append(fam.codes.astype(np.int64), -1)
+    frame = pd.DataFrame({"f": of_key[keys.codes], "q": cells[s.SEQ].to_numpy(np.int64), "t": token_codes(cells)})
+    frame["row"] = np.arange(len(frame))
+    votes = frame.groupby(["f", "q", "t"], sort=True).agg(n=("row", "size"), row=("row", "first")).reset_index()
+    seen = votes.groupby(["f", "q"], sort=True)["n"].sum()
+    best = votes.sort_values(["f", "q", "n", "t"], ascending=[True, True, False, True], kind="stable")
+    best = best.drop_duplicates(["f", "q"]).reset_index(drop=True)
+    out = pd.DataFrame(
+        {
+            "family": pd.Categorical.from_codes(best["f"].to_numpy(), fam.categories),
+            s.SEQ: best["q"].to_numpy(),
+            "support": best["n"].to_numpy(),
+            "seen": seen.to_numpy(),  # both sorted by (family, seq), one row per position
+        }
+    )
+    rows = best["row"].to_numpy()
+    for col in TOKEN:
+        out[col] = cells[col].iloc[rows].astype(object).to_numpy()  # the positions' rows only
+    tokens = best["t"].to_numpy()
+    period = _periods(out["family"].cat.codes.to_numpy(), out[s.SEQ].to_numpy(), tokens, fam.categories)
+    return Program(_with_phases(out, votes, period, tokens), period)
+
+
+def _periods(fcodes: np.ndarray, seqs: np.ndarray, tokens: np.ndarray, names: pd.Index) -> dict[str, int]:
+    """Each family's smallest period p: calls p seqs apart agree at ``PERIOD_AGREEMENT`` of
+    the positions where both are known, over at least ``MIN_REPEATS`` periods."""
+    found: dict[str, int] = {}
+    starts = np.flatnonzero(np.diff(fcodes, prepend=-1))
+    ends = np.append(starts[1:], len(fcodes))
+    for lo, hi in zip(starts, ends):
+        q, t = seqs[lo:hi], tokens[lo:hi]
+        span = int(q[-1] - q[0]) + 1
+        if span < 2:
+            continue
+        dense = np.full(span, -1, dtype=np.int64)
+        dense[q - q[0]] = t
+        for p in range(1, min(MAX_PERIOD, span // MIN_REPEATS) + 1):
+            a, b = dense[:-p], dense[p:]
+            both = (a >= 0) & (b >= 0)
+            if both.sum() >= p and (a[both] == b[both]).mean() >= PERIOD_AGREEMENT:
+                found[str(names[fcodes[lo]])] = p
+                break
+    return found
+
+
+def _with_phases(out: pd.DataFrame, votes: pd.DataFrame, period: dict[str, int], tokens: np.ndarray) -> pd.DataFrame:
+    """Adds each position's phase and how many cells of all positions of that phase carry
+    the position's call (``phase_support``; its token in ``tokens``) of all cells there
+    (``phase_seen``), summed from ``votes`` (cells per family, seq and token)."""
+    names = out["family"].cat.categories
+    p_of = np.array([period.get(str(n), 0) for n in names], dtype=np.int64)
+    fcodes = out["family"].cat.codes.to_numpy().astype(np.int64)
+    out["phase"] = _phase(out[s.SEQ].to_numpy(), p_of[fcodes])
+    by_phase = votes.assign(ph=_phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()]))
+    counts = by_phase.groupby(["f", "ph", "t"])["n"].sum()
+    totals = by_phase.groupby(["f", "ph"])["n"].sum()
+    phases = out["phase"].to_numpy()
+    out["phase_support"] = counts.reindex(list(zip(fcodes, phases, tokens)), fill_value=0).to_numpy()
+    out["phase_seen"] = totals.reindex(list(zip(fcodes, phases)), fill_value=0).to_numpy()
+    return out
+
+
+def _phase(seqs: np.ndarray, period: np.ndarray) -> np.ndarray:
+    """seq mod period where there is one, else the seq itself."""
+    return np.where(period > 0, seqs % np.maximum(period, 1), seqs)
