@@ -134,8 +134,12 @@ def _baseline_keys(edges: pd.DataFrame) -> pd.Series:
     pooled = shape.map(comms_per_shape) >= MIN_POOL
     op = edges["kind"] + ":" + edges["inst"].astype(str)
     position = shape + ":" + op + ":" + edges["sender"].astype(str) + ">" + edges["receiver"].astype(str)
-    own = "comm:" + edges["comm"] + ":" + op
-    return pd.Series(np.where(pooled, "pos:" + position, own), index=edges.index)
+    return pd.Series(np.where(pooled, "pos:" + position, "comm:" + _own_op(edges)), index=edges.index)
+
+
+def _own_op(edges: pd.DataFrame) -> pd.Series:
+    """Each edge's op in its own communicator: ``comm:kind:instance``."""
+    return edges["comm"] + ":" + edges["kind"] + ":" + edges["inst"].astype(str)
 
 
 def classify(edges: pd.DataFrame, th: Thresholds = Thresholds()) -> pd.DataFrame:
@@ -180,7 +184,7 @@ def classify(edges: pd.DataFrame, th: Thresholds = Thresholds()) -> pd.DataFrame
 
 def _own_recv_scale(e: pd.DataFrame) -> np.ndarray:
     """Per edge: a low quantile of the per-op receive waits of its communicator's op."""
-    own = e["comm"] + ":" + e["kind"] + ":" + e["inst"].astype(str)
+    own = _own_op(e)
     present = e["receiver_ops"] > 0
     low = e.loc[present, "recv_op"].groupby(own[present]).quantile(BASELINE_QUANTILE)
     return own.map(low).fillna(0.0).to_numpy()

@@ -106,23 +106,26 @@ def _edges_with_roots(rows: pd.DataFrame, comms: dict[str, CommMap], th: Thresho
     return edges
 
 
+def _place(comms: dict[str, CommMap], comm: str, ranks: tuple[int, ...]) -> tuple:
+    """``ranks`` of ``comm`` as they are compared across communicators: ``(global ranks,)``
+    where they map, else ``(local ranks, comm)`` (local ranks of two communicators never mix)."""
+    cm = comms[comm]
+    mapped = tuple(cm.rank(int(r)) for r in ranks)
+    return (mapped,) if cm.is_global else (mapped, comm)
+
+
 def slow_gpus_free_credits_late(edges: pd.DataFrame, roots: pd.Series, comms: dict[str, CommMap]) -> pd.Series:
     """A rank named a slow GPU anywhere (a firm root) frees its receive slots late too: where
     only its senders' credit waits show it (an op where its own sends happened not to wait),
     that is its slow GPU as well, not a congested receive side. Ranks are compared in global
     ranks where they map, else within their communicator."""
-
-    def who(comm: str, rank: int) -> tuple:
-        cm = comms[comm]
-        return (cm.rank(rank),) if cm.is_global else (comm, rank)
-
     slow = {
-        who(c, r.ranks[0])
+        _place(comms, c, r.ranks)
         for c, r in zip(edges["comm"], roots)
         if r is not None and r.kind == SLOW_GPU and not r.ambiguous
     }
     folded = [
-        Root(SLOW_GPU, r.ranks) if r is not None and r.kind == RECEIVER and who(c, r.ranks[0]) in slow else r
+        Root(SLOW_GPU, r.ranks) if r is not None and r.kind == RECEIVER and _place(comms, c, r.ranks) in slow else r
         for c, r in zip(edges["comm"], roots)
     ]
     return pd.Series(folded, index=roots.index, dtype=object)
@@ -156,8 +159,7 @@ def _merge(edges: pd.DataFrame, comms: dict[str, CommMap], floor_ns: float) -> l
     )
     for comm, kind, root, who, wait in rooted.itertuples(index=False):
         cm = comms[comm]
-        ranks = tuple(cm.rank(r) for r in root.ranks)
-        a = acc[(root.kind, ranks) if cm.is_global else (root.kind, ranks, comm)]
+        a = acc[(root.kind, *_place(comms, comm, root.ranks))]
         a["comms"].add(comm)
         a["wait"] += float(wait)
         a["per"][(comm, kind)] += float(wait)
@@ -172,7 +174,7 @@ def _merge(edges: pd.DataFrame, comms: dict[str, CommMap], floor_ns: float) -> l
             continue
         kind, ranks = key[0], key[1]
         victims = tuple(sorted(a["victims"] - ({ranks[0]} if kind != LINK else set())))
-        credit, only = senders.get(key[2:] + ranks, (set(), False)) if kind == RECEIVER else (set(), False)
+        credit, only = senders.get(key[1:], (set(), False)) if kind == RECEIVER else (set(), False)
         found.append(
             Finding(
                 kind,
@@ -191,16 +193,14 @@ def _merge(edges: pd.DataFrame, comms: dict[str, CommMap], floor_ns: float) -> l
 
 
 def _credit_senders(edges: pd.DataFrame, comms: dict[str, CommMap]) -> dict[tuple, tuple[set[int], bool]]:
-    """Per receiver (global rank, or (communicator, local rank) where ranks do not map): the
-    senders whose sends to it waited for its credits, and whether its receives from them
-    were all ordinary (only the credits waited)."""
+    """Per receiver (its :func:`_place`): the senders whose sends to it waited for its
+    credits, and whether its receives from them were all ordinary (only the credits waited)."""
     waited = edges.loc[edges["credit_waits"], ["comm", "sender", "receiver", "credit_only"]]
     out: dict[tuple, tuple[set[int], bool]] = {}
     for comm, s, r, only in waited.itertuples(index=False):
-        cm = comms[comm]
-        key = (cm.rank(int(r)),) if cm.is_global else (comm, cm.rank(int(r)))
+        key = _place(comms, comm, (r,))
         senders, all_only = out.get(key, (set(), True))
-        senders.add(cm.rank(int(s)))
+        senders.add(comms[comm].rank(int(s)))
         out[key] = (senders, all_only and bool(only))
     return out
 
