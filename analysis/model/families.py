@@ -58,17 +58,24 @@ Agreed = tuple[np.ndarray, np.ndarray, np.ndarray, pd.Index]
 and the group keys the codes stand for."""
 
 
+def call_codes(cells: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
+    """One int64 per cell, equal for cells whose ``columns`` all agree (missing values
+    match). An exchange's sizes are left out: its splits differ by rank and by step."""
+    ops = cells[s.OP].array
+    exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
+    value = np.zeros(len(cells), dtype=np.int64)
+    for col in columns:
+        codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
+        if col == s.INPUT_SIZES:
+            codes = np.where(exchange, 0, codes)
+        value = value * (int(codes.max(initial=0)) + 1) + codes
+    return value
+
+
 def _agreed(cells: pd.DataFrame) -> Agreed:
     """The collectives where every member issued the same op, sizes and dtypes (every member
     that recorded the group's fullest seq), with that agreed value."""
-    value = np.zeros(len(cells), dtype=np.int64)
-    ops = cells[s.OP].array
-    exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
-    for col in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES):
-        codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
-        if col == s.INPUT_SIZES:
-            codes = np.where(exchange, 0, codes)  # an exchange's sizes change every step
-        value = value * (int(codes.max(initial=0)) + 1) + codes
+    value = call_codes(cells, (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES))
     gid = cells[COLLECTIVE].to_numpy()
     n = int(gid.max()) + 1 if len(gid) else 0
     low = np.full(n, np.iinfo(np.int64).max)

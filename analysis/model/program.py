@@ -26,8 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..opnames import is_exchange
-from .families import Families
+from .families import Families, call_codes
 
 TOKEN = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
 """What a call is: two cells carry the same call when all four agree."""
@@ -58,20 +57,6 @@ class Program:
         return None if hit.empty else hit.iloc[0]
 
 
-def token_codes(cells: pd.DataFrame) -> np.ndarray:
-    """One int64 per cell, equal for cells that carry the same call (missing values match).
-    An exchange's sizes are left out: its splits differ by rank and by step."""
-    ops = cells[s.OP].array
-    exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
-    token = np.zeros(len(cells), dtype=np.int64)
-    for col in TOKEN:
-        codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
-        if col == s.INPUT_SIZES:
-            codes = np.where(exchange, 0, codes)
-        token = token * (int(codes.max(initial=0)) + 1) + codes
-    return token
-
-
 def consensus_program(cells: pd.DataFrame, families: Families) -> Program:
     """The call most cells issue at each (family, seq), with its support; folded by period."""
     if cells.empty:
@@ -80,7 +65,7 @@ def consensus_program(cells: pd.DataFrame, families: Families) -> Program:
     names = [families.family_of.get(str(k), str(k)) for k in keys.categories]
     fam = pd.Categorical(names)
     of_key = np.append(fam.codes.astype(np.int64), -1)
-    frame = pd.DataFrame({"f": of_key[keys.codes], "q": cells[s.SEQ].to_numpy(np.int64), "t": token_codes(cells)})
+    frame = pd.DataFrame({"f": of_key[keys.codes], "q": cells[s.SEQ].to_numpy(np.int64), "t": call_codes(cells, TOKEN)})
     frame["row"] = np.arange(len(frame))
     votes = frame.groupby(["f", "q", "t"], sort=True).agg(n=("row", "size"), row=("row", "first")).reset_index()
     seen = votes.groupby(["f", "q"], sort=True)["n"].sum()
