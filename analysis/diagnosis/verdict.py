@@ -82,6 +82,7 @@ def _mismatch_since(a: Analysis, decisive: list[Mismatch]) -> int | None:
 
 
 def _mismatch_finding(m: Mismatch, cells: pd.DataFrame) -> Finding:
+    """``cells``: at least those of ``m``'s (group, seq)."""
     detail = {
         "attribute": m.attribute,
         "found": m.found,
@@ -101,13 +102,18 @@ def _weigh_mismatches(a: Analysis, draft: _Draft) -> list[Mismatch]:
     for m in sorted(a.mismatches, key=lambda m: m.seq):
         first_per_group.setdefault(m.pg_key, m)
     decisive = [m for m in first_per_group.values() if m.decisive]
+    # the cells of every mismatch's (group, seq), found in one pass over all cells
+    near = a.cells.loc[
+        a.cells[s.PG_KEY].isin({m.pg_key for m in a.mismatches}).to_numpy()
+        & a.cells[s.SEQ].isin({m.seq for m in a.mismatches}).to_numpy()
+    ]
     for m in sorted(decisive, key=lambda m: (m.failure_class.priority, m.seq)):
-        op = a.cells.loc[(a.cells[s.PG_KEY] == m.pg_key) & (a.cells[s.SEQ] == m.seq), s.OP]
-        draft.add(_mismatch_finding(m, a.cells), (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None))
+        op = near.loc[(near[s.PG_KEY] == m.pg_key) & (near[s.SEQ] == m.seq), s.OP]
+        draft.add(_mismatch_finding(m, near), (m.pg_key, m.seq, str(op.mode().iloc[0]) if not op.empty else None))
     decided_groups = {d.pg_key for d in decisive}
     for m in sorted(a.mismatches, key=lambda m: (m.failure_class.priority, m.seq)):
         if not m.decisive and m.pg_key not in decided_groups:
-            draft.add(_mismatch_finding(m, a.cells))
+            draft.add(_mismatch_finding(m, near))
     return decisive
 
 
