@@ -1,6 +1,6 @@
-"""A Dask cluster started as one would by hand: ``dask scheduler`` and ``dask worker``
-processes from a venv's own commands, in a folder outside the checkout, with no
-``PYTHONPATH``; they find Flight Deck only where it is installed."""
+"""Commands as a user runs them: a Dask cluster started by hand (``dask scheduler`` and
+``dask worker`` processes from a venv's own commands, in a folder outside the checkout) and
+``flightdeck``, with no ``PYTHONPATH``; they find Flight Deck only where it is installed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 VENV_BIN = Path(sys.executable).parent
 """The bin folder of the venv the tests run in (the one ``scripts/setup.sh`` made)."""
@@ -19,6 +20,22 @@ VENV_BIN = Path(sys.executable).parent
 def clean_env() -> dict[str, str]:
     """This process's environment without ``PYTHONPATH``: what a user's shell has."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def flightdeck_json(bin_folder: Path, path: Path, cwd: Path, *extra: str, timeout_s: float = 600) -> dict[str, Any]:
+    """``flightdeck PATH --json`` of a venv, run in ``cwd``, no cache (each run reads the
+    dumps). The report holds no timings or machine-dependent fields, so reports compare whole."""
+    done = subprocess.run(
+        [str(bin_folder / "flightdeck"), str(path), "--json", "--no-cache", "-q", *extra],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 def dask_command(bin_folder: Path) -> list[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dask_cluster import VENV_BIN, Cluster, clean_env
+from dask_cluster import VENV_BIN, Cluster, clean_env, flightdeck_json
 from locations import ROOT, SAMPLE_DUMPS, SHARED_FIXTURES, TESTS
 
 pytest.importorskip("distributed")
@@ -45,20 +45,9 @@ LOADERS = TESTS / "dask_loaders.py"
 
 
 def report_json(path: Path, *extra: str, cwd: Path | None = None) -> dict[str, Any]:
-    """``flightdeck PATH --json`` from a folder outside the checkout, no ``PYTHONPATH``, no
-    cache: each run reads the dumps. The report holds no timings or machine-dependent fields,
-    so reports are compared whole."""
-    done = subprocess.run(
-        [str(VENV_BIN / "flightdeck"), str(path), "--json", "--no-cache", "-q", *extra],
-        cwd=cwd or Path("/"),
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return json.loads(done.stdout)
+    """The venv's ``flightdeck PATH --json`` from a folder outside the checkout (``/`` unless
+    ``cwd``)."""
+    return flightdeck_json(VENV_BIN, path, cwd or Path("/"), *extra, timeout_s=CLI_TIMEOUT_S)
 
 
 def within(seconds: float, work: Callable[[threading.Event], Any]) -> Any:

@@ -17,10 +17,9 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
-from dask_cluster import VENV_BIN, Cluster, clean_env
+from dask_cluster import VENV_BIN, Cluster, clean_env, flightdeck_json
 from locations import ROOT, SAMPLE_DUMPS
 
 from analysis import analyze
@@ -41,12 +40,6 @@ def run(cmd: Sequence[str | Path], cwd: Path, check: bool = True) -> subprocess.
     if check:
         assert done.returncode == 0, f"{cmd}: {done.stderr[-3000:]}"
     return done
-
-
-def report(bin_folder: Path, path: Path, cwd: Path, *extra: str) -> dict[str, Any]:
-    done = run([bin_folder / "flightdeck", path, "--json", "--no-cache", "-q", *extra], cwd, check=False)
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return json.loads(done.stdout)
 
 
 def pins(folder: Path) -> Path:
@@ -105,7 +98,7 @@ def test_the_commands_run_from_any_folder(tmp_path: Path) -> None:
     ``scripts/setup.sh`` made: the report of the library itself."""
     folder = SAMPLE_DUMPS / "stuck_compute"
     expected = json.loads(json.dumps(analyze(folder, use_cache=False).to_dict()))
-    assert report(VENV_BIN, folder, tmp_path) == expected
+    assert flightdeck_json(VENV_BIN, folder, tmp_path) == expected
     done = run([VENV_BIN / "python", "-m", "analysis", folder, "--json", "--no-cache", "-q"], tmp_path, check=False)
     assert done.returncode == 1 and json.loads(done.stdout) == expected
     usage = run([VENV_BIN / "flightdeck", "--help"], tmp_path).stdout
@@ -119,7 +112,9 @@ def test_a_wheel_in_a_fresh_venv_is_the_same_tool(wheel_venv: Path, tmp_path: Pa
     if native.returncode == 0:  # the checkout has the native scanner: so must the wheel
         run([wheel_venv / "python", "-c", "import analysis.ingest._frscan"], tmp_path)
     for name in SAMPLES:
-        assert report(wheel_venv, SAMPLE_DUMPS / name, tmp_path) == report(VENV_BIN, SAMPLE_DUMPS / name, tmp_path)
+        assert flightdeck_json(wheel_venv, SAMPLE_DUMPS / name, tmp_path) == flightdeck_json(
+            VENV_BIN, SAMPLE_DUMPS / name, tmp_path
+        )
     listed = "from dashboard.sources import sample_scenarios; print(sample_scenarios())"
     assert (
         run([wheel_venv / "python", "-c", listed], tmp_path).stdout
@@ -203,7 +198,9 @@ def test_a_cluster_of_the_same_wheel_works_and_of_another_build_is_refused(
     (tmp_path / "same").mkdir()
     same = Cluster(tmp_path / "same", workers=2, bin_folder=wheel_venv)
     try:
-        assert report(VENV_BIN, folder, tmp_path, "--dask", same.address) == report(VENV_BIN, folder, tmp_path)
+        assert flightdeck_json(VENV_BIN, folder, tmp_path, "--dask", same.address) == flightdeck_json(
+            VENV_BIN, folder, tmp_path
+        )
     finally:
         same.close()
 
