@@ -321,3 +321,31 @@ def test_the_dashboard_starts_one_local_cluster_and_keeps_it() -> None:
     finally:
         dask_engine.close_shared_clusters()
     assert seen[0] == seen[1]
+
+
+def test_a_worker_that_does_not_answer_stops_the_check_not_the_load_for_ever(tmp_path: Path) -> None:
+    """A worker stopped (SIGSTOP: there, but silent) before the build check: the check gives
+    up after its deadline with one clear error instead of waiting for ever."""
+    from distributed import Client
+
+    from analysis.tables.cluster_check import check_cluster
+
+    started = Cluster(tmp_path, workers=1, nanny=False)
+    try:
+        os.kill(started.workers[0].pid, signal.SIGSTOP)
+        with Client(started.address, timeout=30, set_as_default=False) as client:
+            # within: a check that waits for ever fails the test instead of hanging it
+            error = within(60, lambda cancel: _raised(lambda: check_cluster(client, started.address, timeout_s=3)))
+        assert isinstance(error, InputError) and "did not answer within 3 s" in str(error), error
+    finally:
+        os.kill(started.workers[0].pid, signal.SIGCONT)
+        started.close()
+
+
+def _raised(work: Callable[[], object]) -> BaseException | None:
+    """What ``work()`` raised, or None."""
+    try:
+        work()
+    except BaseException as exc:  # noqa: BLE001 - handed to the test
+        return exc
+    return None

@@ -22,6 +22,9 @@ from ..types import InputError
 from .cache import loader_version
 
 DISTRIBUTION = "flightdeck"
+ANSWER_TIMEOUT_S = 60.0
+"""How long the scheduler and the workers have to answer: a process that is there but does
+not answer (stopped, or its event loop blocked) must not hold the load for ever."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +51,19 @@ def this_build() -> Build:
     return Build(installed_version(), loader_version())
 
 
-def check_cluster(client: Any, address: str) -> None:
-    """Raise :class:`InputError` unless the scheduler and every worker run :func:`this_build`."""
+def check_cluster(client: Any, address: str, timeout_s: float = ANSWER_TIMEOUT_S) -> None:
+    """Raise :class:`InputError` unless the scheduler and every worker run :func:`this_build`
+    and answer within ``timeout_s``."""
     want = this_build()
-    found = _ask(client, importlib.metadata.version, DISTRIBUTION)
-    if not any(isinstance(got, BaseException) for got in found.values()):
-        found = _ask(client, this_build)  # unpickling it imports the package there
+    try:
+        found = _ask(client, timeout_s, importlib.metadata.version, DISTRIBUTION)
+        if not any(isinstance(got, BaseException) for got in found.values()):
+            found = _ask(client, timeout_s, this_build)  # unpickling it imports the package there
+    except TimeoutError as exc:
+        raise InputError(
+            f"--dask {address}: the scheduler or a worker did not answer within {timeout_s:.0f} s "
+            "(stopped, or too busy): restart the cluster"
+        ) from exc
     failed = sorted(name for name, got in found.items() if isinstance(got, BaseException))
     if failed:
         raise InputError(_without_package(address, failed, found, want))
@@ -62,11 +72,14 @@ def check_cluster(client: Any, address: str) -> None:
         raise InputError(_another_build(address, other, want))
 
 
-def _ask(client: Any, function: Any, *args: Any) -> dict[str, object]:
-    """``function(*args)`` on every worker (by address) and on the scheduler: answers or errors."""
-    answers: dict[str, object] = dict(client.run(function, *args, on_error="return"))
+def _ask(client: Any, timeout_s: float, function: Any, *args: Any) -> dict[str, object]:
+    """``function(*args)`` on every worker (by address) and on the scheduler: answers or
+    errors; :class:`TimeoutError` when they do not all answer within ``timeout_s``."""
+    answers: dict[str, object] = dict(client.run(function, *args, on_error="return", callback_timeout=timeout_s))
     try:
-        answers["the scheduler"] = client.run_on_scheduler(function, *args)
+        answers["the scheduler"] = client.run_on_scheduler(function, *args, callback_timeout=timeout_s)
+    except TimeoutError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the probe's failure is the answer
         answers["the scheduler"] = exc
     return answers
