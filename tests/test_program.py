@@ -28,7 +28,7 @@ def _steps(seqs: range, ranks: range, odd: dict[tuple[int, int], dict] | None = 
 
 def _program(rows: list[dict]):
     cells = make_cells(rows)
-    return consensus_program(cells, program_families(cells, {"1": "dp"}))
+    return consensus_program(cells, program_families(cells, {"1": "dp"}).family_of)
 
 
 def test_the_call_most_ranks_issue_with_its_support_and_the_step_period() -> None:
@@ -58,7 +58,7 @@ def test_no_period_where_the_history_does_not_repeat() -> None:
 
 def _sample_program(name: str):
     a = run_analysis(analysis.load(SAMPLE_DUMPS / name, use_cache=False))
-    return a, consensus_program(a.cells, a.families)
+    return a, consensus_program(a.cells, a.families.family_of)
 
 
 def test_a_healthy_job_agrees_everywhere() -> None:

@@ -13,10 +13,14 @@ from ..model.errored import reopen_errored
 from ..model.families import Families, program_families
 from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
+from ..model.program import consensus_program
 from ..model.progress import Progress, compute_progress
+from ..model.roles import group_roles
 from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
+from .alignment import align
+from .departures import departures
 from .exchange import Imbalance, find_imbalances
 from .level_counts import LevelCounts
 from .mismatch import Mismatch, find_mismatches
@@ -54,7 +58,13 @@ class Analysis:
         return not (len(cats) and all(str(c).startswith("gloo:") for c in cats))
 
 
-def run_analysis(dumps: DumpSet) -> Analysis:
+ENGINES = ("rules", "model")
+"""How mismatches are found: ``rules``, the tie-break chain of ``mismatch``; ``model``, the
+departures of each rank from its program (``docs/one-model.md``; the chain goes once the
+case-by-case diff says the model is as right)."""
+
+
+def run_analysis(dumps: DumpSet, engine: str = "rules") -> Analysis:
     """Everything up to (not including) the verdict."""
     index = build_groups(dumps)
     have_dump = set(dumps.ranks)
@@ -70,7 +80,12 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     levels = LevelCounts(
         index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
     )
-    mismatches = levels.decide(find_mismatches(cells, families))
+    if engine == "model":
+        roles = group_roles(cells, families)
+        program = consensus_program(cells, roles, families.description_of)
+        mismatches = departures(align(cells, roles, program, families.description_of), cells)
+    else:
+        mismatches = levels.decide(find_mismatches(cells, families))
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)

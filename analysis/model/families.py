@@ -96,6 +96,11 @@ def _agreed(cells: pd.DataFrame) -> Agreed:
     return key_codes[ok], seqs, low[ok], keys.categories
 
 
+def agreed_history(cells: pd.DataFrame) -> dict[str, dict[int, int]]:
+    """group key -> {seq: its agreed (op, sizes, dtypes) code} where every member agreed."""
+    return _history_by_key(_agreed(cells))
+
+
 def _history_by_key(agreed: Agreed) -> dict[str, dict[int, int]]:
     """key -> {seq: agreed value}, from :func:`_agreed`'s collectives (in their order within a key)."""
     codes, seqs, values, keys = agreed

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from .families import Families, call_codes
+from .call_support import WEIGHED, contested, weigh_contested
+from .families import call_codes
 
 TOKEN = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
 """What a call is: two cells carry the same call when all four agree."""
@@ -45,9 +46,10 @@ class Program:
     """The consensus program of every family: one row per position."""
 
     calls: pd.DataFrame
-    """family, seq, op, input sizes, input dtypes, call site (the consensus call), support,
-    seen, phase (seq mod the family's period; the seq where it has none), phase_support,
-    phase_seen (the same counts over every position of that phase)."""
+    """family, seq, op, input sizes, input dtypes, call site (the consensus call), token,
+    row, support, seen, phase (seq mod the family's period; the seq where it has none),
+    phase_support, phase_seen (the same counts over every position of that phase), tied
+    (another call has as much support here and in the history)."""
     period: dict[str, int]
     """family -> its step period in seqs, where its history repeats."""
 
@@ -57,34 +59,68 @@ class Program:
         return None if hit.empty else hit.iloc[0]
 
 
-def consensus_program(cells: pd.DataFrame, families: Families) -> Program:
-    """The call most cells issue at each (family, seq), with its support; folded by period."""
+def consensus_program(
+    cells: pd.DataFrame, role_of: dict[str, str], description_of: dict[str, str] | None = None
+) -> Program:
+    """The call most cells issue at each (family, seq), with its support; folded by period.
+
+    Where ranks split evenly, the calls are weighed as ``call_support`` says (the same phase
+    of other steps, what follows the previous call in groups of the same description, ...);
+    a tie all leave is kept as ``tied``: the program is not known there."""
     if cells.empty:
-        return Program(pd.DataFrame(columns=["family", s.SEQ, *TOKEN, "support", "seen"]), {})
+        return Program(pd.DataFrame(columns=["family", s.SEQ, *TOKEN, *_COUNTS]), {})
     keys = cells[s.PG_KEY].astype("category").array  # one lookup per group, not per cell
-    names = [families.family_of.get(str(k), str(k)) for k in keys.categories]
+    names = [role_of.get(str(k), str(k)) for k in keys.categories]
     fam = pd.Categorical(names)
     of_key = np.append(fam.codes.astype(np.int64), -1)
-    frame = pd.DataFrame({"f": of_key[keys.codes], "q": cells[s.SEQ].to_numpy(np.int64), "t": call_codes(cells, TOKEN)})
+    tokens = call_codes(cells, TOKEN)
+    frame = pd.DataFrame({"f": of_key[keys.codes], "q": cells[s.SEQ].to_numpy(np.int64), "t": tokens})
     frame["row"] = np.arange(len(frame))
     votes = frame.groupby(["f", "q", "t"], sort=True).agg(n=("row", "size"), row=("row", "first")).reset_index()
-    seen = votes.groupby(["f", "q"], sort=True)["n"].sum()
-    best = votes.sort_values(["f", "q", "n", "t"], ascending=[True, True, False, True], kind="stable")
-    best = best.drop_duplicates(["f", "q"]).reset_index(drop=True)
+    period = _periods(*_first_guess(votes), fam.categories)
+    p_of = np.array([period.get(str(n), 0) for n in fam.categories], dtype=np.int64)
+    votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])
+    votes["phase_n"] = votes.groupby(["f", "ph", "t"])["n"].transform("sum")
+    votes["phase_seen"] = votes.groupby(["f", "ph"])["n"].transform("sum")
+    weigh_contested(votes, cells, tokens, description_of or {})
+    votes["tied"] = contested(votes, WEIGHED)
+    order = ["f", "q", *WEIGHED, "t"]
+    ranked = votes.sort_values(order, ascending=[True, True] + [False] * len(WEIGHED) + [True], kind="stable")
+    best = ranked.drop_duplicates(["f", "q"]).reset_index(drop=True)
+    tied = best["tied"].to_numpy()
     out = pd.DataFrame(
         {
             "family": pd.Categorical.from_codes(best["f"].to_numpy(), fam.categories),
             s.SEQ: best["q"].to_numpy(),
+            "token": best["t"].to_numpy(),
+            "row": best["row"].to_numpy(),
             "support": best["n"].to_numpy(),
-            "seen": seen.to_numpy(),  # both sorted by (family, seq), one row per position
+            "seen": votes.groupby(["f", "q"], sort=True)["n"].sum().to_numpy(),  # sorted as best
+            "phase": best["ph"].to_numpy(),
+            "phase_support": best["phase_n"].to_numpy(),
+            "phase_seen": best["phase_seen"].to_numpy(),
+            "tied": tied,
         }
     )
-    rows = best["row"].to_numpy()
     for col in TOKEN:
-        out[col] = cells[col].iloc[rows].astype(object).to_numpy()  # the positions' rows only
-    tokens = best["t"].to_numpy()
-    period = _periods(out["family"].cat.codes.to_numpy(), out[s.SEQ].to_numpy(), tokens, fam.categories)
-    return Program(_with_phases(out, votes, period, tokens), period)
+        out[col] = cells[col].iloc[out["row"].to_numpy()].astype(object).to_numpy()  # the positions' rows only
+    return Program(out, period)
+
+
+_COUNTS = ("token", "row", "support", "seen", "phase", "phase_support", "phase_seen", "tied")
+"""The columns beside the call: its token (equal for equal calls of one cells table), the
+row of one cell that issued it, and the counts."""
+
+
+def _first_guess(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Family code, seq and the commonest token of every position (ties to the lowest), to
+    find the period by; only positions at least half as many cells reached as the family's
+    best-seen one (a call only a rank off the program issued says nothing of the step)."""
+    best = votes.sort_values(["f", "q", "n", "t"], ascending=[True, True, False, True], kind="stable")
+    best = best.drop_duplicates(["f", "q"])
+    most = best.groupby("f")["n"].transform("max").to_numpy()
+    best = best.loc[best["n"].to_numpy() * 2 >= most]
+    return best["f"].to_numpy(), best["q"].to_numpy(), best["t"].to_numpy()
 
 
 def _periods(fcodes: np.ndarray, seqs: np.ndarray, tokens: np.ndarray, names: pd.Index) -> dict[str, int]:
@@ -107,23 +143,6 @@ def _periods(fcodes: np.ndarray, seqs: np.ndarray, tokens: np.ndarray, names: pd
                 found[str(names[fcodes[lo]])] = p
                 break
     return found
-
-
-def _with_phases(out: pd.DataFrame, votes: pd.DataFrame, period: dict[str, int], tokens: np.ndarray) -> pd.DataFrame:
-    """Adds each position's phase and how many cells of all positions of that phase carry
-    the position's call (``phase_support``; its token in ``tokens``) of all cells there
-    (``phase_seen``), summed from ``votes`` (cells per family, seq and token)."""
-    names = out["family"].cat.categories
-    p_of = np.array([period.get(str(n), 0) for n in names], dtype=np.int64)
-    fcodes = out["family"].cat.codes.to_numpy().astype(np.int64)
-    out["phase"] = _phase(out[s.SEQ].to_numpy(), p_of[fcodes])
-    by_phase = votes.assign(ph=_phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()]))
-    counts = by_phase.groupby(["f", "ph", "t"])["n"].sum()
-    totals = by_phase.groupby(["f", "ph"])["n"].sum()
-    phases = out["phase"].to_numpy()
-    out["phase_support"] = counts.reindex(list(zip(fcodes, phases, tokens)), fill_value=0).to_numpy()
-    out["phase_seen"] = totals.reindex(list(zip(fcodes, phases)), fill_value=0).to_numpy()
-    return out
 
 
 def _phase(seqs: np.ndarray, period: np.ndarray) -> np.ndarray:

@@ -1,0 +1,270 @@
+"""Layer 2 of the one model: every rank's calls aligned to its program (``docs/one-model.md``).
+
+A rank's call at (group, seq) is compared with the program's call at (the group's family,
+seq). Where every call matches, the rank is in step and nothing more is done (array
+operations over every cell). From a rank's first call that does not match, its next calls
+in that group are aligned to the program by the cheapest edits of ``model/costs``
+(substitute, skip, extra; the program's positions past the rank's last call are free: a
+history may end anywhere), and the first edit of that alignment is where the rank
+departed, with what it did there. Positions where the program itself is tied (as many
+cells, here and in the history, for two calls) are not the rank's departure: they are
+kept as ties, to be shown as possible causes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from ..model import costs
+from ..model.families import call_codes
+from ..model.program import TOKEN, Program
+
+MATCH, SUBSTITUTE, SKIP, EXTRA = "match", "substitute", "skip", "extra"
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Where one rank's calls in one group first depart from the program, and how."""
+
+    rank: int
+    pg_key: str
+    seq: int
+    """The seq of the rank's call where it departs (for a skip: the call it issued instead)."""
+    kind: str
+    """``substitute``, ``skip`` or ``extra`` (see ``model/costs``)."""
+    differs: tuple[str, ...]
+    """The attributes (op, sizes, dtypes, call site) where the rank's call at ``seq`` differs
+    from the program's call there."""
+    cost: float
+    """Of the cheapest alignment of the rank's calls from ``seq`` on."""
+    row: int
+    """The rank's cell at ``seq``."""
+    expected_row: int | None
+    """A cell that issued the program's call at ``seq`` (None where nobody was seen there)."""
+    elsewhere: bool = False
+    """The rank's call at ``seq`` is one the program issues at another point."""
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    edits: list[Edit]
+    ties: list[tuple[str, int]]
+    """(group, seq) of the first position of each group where the program is tied and the
+    group's cells differ."""
+
+
+class _Calls:
+    """The program's call at any position of a family: the consensus where at least half as
+    many cells were seen as at its best-seen position; else (past the frontier most ranks
+    reached, where a departing rank may be the only witness) the call of that phase of the
+    step where the family has a period, else the consensus of the few seen there."""
+
+    def __init__(self, program: Program, description_of_role: dict[str, str]) -> None:
+        c = program.calls
+        most = c.groupby("family", observed=True)["seen"].transform("max").to_numpy()
+        weak = c["seen"].to_numpy() * 2 < most
+        self.description_of_role = description_of_role
+        self.issued: dict[str, set[int]] = {}
+        for f, t in zip(c["family"][~weak], c["token"][~weak]):
+            self.issued.setdefault(description_of_role.get(str(f), str(f)), set()).add(int(t))
+        self.known = {
+            (str(f), int(q)): (int(t), int(r), bool(tied), bool(w))
+            for f, q, t, r, tied, w in zip(c["family"], c[s.SEQ], c["token"], c["row"], c["tied"], weak)
+        }
+        self.period = program.period
+        by_phase = c.sort_values("phase_support", ascending=False, kind="stable").drop_duplicates(["family", "phase"])
+        self.phase = {
+            (str(f), int(p)): (int(t), int(r))
+            for f, p, t, r in by_phase[["family", "phase", "token", "row"]].itertuples(index=False)
+        }
+
+    def at(self, family: str, seq: int) -> tuple[int, int] | None:
+        """(token, row) of the program's call at (family, seq), or None if unknown or tied."""
+        hit = self.known.get((family, seq))
+        p = self.period.get(family)
+        if hit is not None and not (hit[3] and p):
+            return None if hit[2] else hit[:2]
+        return self.phase.get((family, seq % p)) if p else None
+
+    def issued_elsewhere(self, family: str, token: int) -> bool:
+        """Whether the program issues this very call at some well-seen position of a role
+        of ``family``'s description."""
+        return token in self.issued.get(self.description_of_role.get(family, family), ())
+
+
+def align(
+    cells: pd.DataFrame, role_of: dict[str, str], program: Program, description_of: dict[str, str] | None = None
+) -> Alignment:
+    """Where each rank departs from its program (one :class:`Edit` per departing (rank,
+    group)), and the positions where the program itself is tied."""
+    if cells.empty or program.calls.empty:
+        return Alignment([], [])
+    tokens = call_codes(cells, TOKEN)
+    family = _family_of_cells(cells, role_of)
+    expected, tied = _program_token(cells, family, program)
+    off = (tokens != expected) & ~tied
+    codes = _attribute_codes(cells)
+    described = {role_of.get(k, k): d for k, d in (description_of or {}).items() if d}
+    calls = _Calls(program, described)
+    edits = [
+        _first_edit(cells, rows, tokens, codes, calls, family[rows[0]]) for rows in _departing_histories(cells, off)
+    ]
+    return Alignment([e for e in edits if e is not None], _ties(cells, tokens, tied))
+
+
+def _family_of_cells(cells: pd.DataFrame, role_of: dict[str, str]) -> np.ndarray:
+    """Each cell's role name (an object array, one lookup per group)."""
+    keys = cells[s.PG_KEY].astype("category").array
+    names = np.array([role_of.get(str(k), str(k)) for k in keys.categories] + [""], dtype=object)
+    return names[np.where(keys.codes < 0, -1, keys.codes)]
+
+
+def _program_token(cells: pd.DataFrame, family: np.ndarray, program: Program) -> tuple[np.ndarray, np.ndarray]:
+    """The program's token at each cell's position (-1 where unknown), and whether it is tied."""
+    c = program.calls
+    names = pd.Index(c["family"].cat.categories.astype(str))
+    fcodes = names.get_indexer(pd.Index(family.astype(str)))
+    width = int(max(c[s.SEQ].max(), cells[s.SEQ].max())) + 1
+    prog_key = c["family"].cat.codes.to_numpy().astype(np.int64) * width + c[s.SEQ].to_numpy().astype(np.int64)
+    cell_key = fcodes.astype(np.int64) * width + cells[s.SEQ].to_numpy().astype(np.int64)
+    order = np.argsort(prog_key, kind="stable")
+    at = np.clip(np.searchsorted(prog_key[order], cell_key), 0, len(order) - 1)
+    hit = order[at]
+    found = (prog_key[hit] == cell_key) & (fcodes >= 0)
+    token = np.where(found, c["token"].to_numpy()[hit], -1)
+    return token, found & c["tied"].to_numpy(dtype=bool)[hit]
+
+
+def _attribute_codes(cells: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per attribute of a call, one int per cell, equal where the values are (an exchange's
+    sizes all equal: its splits differ by rank and step, as in ``call_codes``)."""
+    zero = call_codes(cells, (s.INPUT_SIZES,)) == 0
+    out = {col: call_codes(cells, (col,)) for col in TOKEN}
+    out[s.INPUT_SIZES] = np.where(zero, 0, out[s.INPUT_SIZES])
+    return out
+
+
+def _departing_histories(cells: pd.DataFrame, off: np.ndarray) -> list[np.ndarray]:
+    """For each (rank, group) with a call off the program: the rows of its calls in that
+    group from the first such call on, in seq order, at most ``HORIZON`` of them."""
+    if not off.any():
+        return []
+    rank = cells[s.RANK].to_numpy().astype(np.int64)
+    key = cells[s.PG_KEY].astype("category").cat.codes.to_numpy().astype(np.int64)
+    seq = cells[s.SEQ].to_numpy().astype(np.int64)
+    pair = rank * (int(key.max()) + 1) + key
+    wanted = np.unique(pair[off])
+    rows = np.flatnonzero(np.isin(pair, wanted))
+    rows = rows[np.lexsort((seq[rows], pair[rows]))]
+    first_off = {}
+    for r in rows[off[rows]]:
+        first_off.setdefault(int(pair[r]), int(seq[r]))
+    starts = np.flatnonzero(np.diff(pair[rows], prepend=-1))
+    out = []
+    for part in np.split(rows, starts[1:]):
+        q0 = first_off[int(pair[part[0]])]
+        out.append(part[seq[part] >= q0][: costs.HORIZON])
+    return out
+
+
+def _ties(cells: pd.DataFrame, tokens: np.ndarray, tied: np.ndarray) -> list[tuple[str, int]]:
+    """The first tied position of each group where its cells issued more than one call."""
+    if not tied.any():
+        return []
+    here = pd.DataFrame({"k": cells[s.PG_KEY].astype(str).to_numpy()[tied], "q": cells[s.SEQ].to_numpy()[tied]})
+    here["t"] = tokens[tied]
+    split = here.groupby(["k", "q"])["t"].nunique()
+    split = split[split > 1].reset_index().sort_values("q").drop_duplicates("k")
+    return [(str(k), int(q)) for k, q in zip(split["k"], split["q"])]
+
+
+def _first_edit(
+    cells: pd.DataFrame, rows: np.ndarray, tokens: np.ndarray, codes: dict[str, np.ndarray], calls: _Calls, family: str
+) -> Edit | None:
+    """The first edit of the cheapest alignment of one rank's calls ``rows`` (one group, in
+    seq order, the first off the program) to the program from the first one's seq on."""
+    q0 = int(cells[s.SEQ].iat[rows[0]])
+    program = [calls.at(family, q0 + j) for j in range(len(rows) + costs.BAND + 1)]
+    mine = [int(tokens[r]) for r in rows]
+    elsewhere = [calls.issued_elsewhere(family, t) for t in mine]
+    kind, cost = _cheapest_first_step(mine, elsewhere, program, rows, codes)
+    if kind == MATCH:
+        return None
+    here = program[0]
+    differs = () if here is None else _differs(codes, int(rows[0]), here[1])
+    return Edit(
+        rank=int(cells[s.RANK].iat[rows[0]]),
+        pg_key=str(cells[s.PG_KEY].iat[rows[0]]),
+        seq=q0,
+        kind=kind,
+        differs=differs,
+        cost=cost,
+        row=int(rows[0]),
+        expected_row=None if here is None else here[1],
+        elsewhere=elsewhere[0],
+    )
+
+
+def _differs(codes: dict[str, np.ndarray], row: int, other: int) -> tuple[str, ...]:
+    return tuple(col for col in TOKEN if codes[col][row] != codes[col][other])
+
+
+def substitution_cost(differs: tuple[str, ...]) -> float:
+    """What substituting a call that differs in ``differs`` costs (``costs.SUBSTITUTE``)."""
+    return sum(costs.SUBSTITUTE[col] for col in differs)
+
+
+def _cheapest_first_step(
+    mine: list[int],
+    elsewhere: list[bool],
+    program: list[tuple[int, int] | None],
+    rows: np.ndarray,
+    codes: dict[str, np.ndarray],
+) -> tuple[str, float]:
+    """The first step of the cheapest alignment of ``mine`` (the rank's tokens) to ``program``
+    (its (token, row) per position, None where unknown), and that alignment's cost.
+
+    An edit distance in a band of ``costs.BAND``; the program's positions past the rank's
+    last call are free (the history stops there). Equal costs prefer, in turn, the
+    substitution, the skip, the extra."""
+    n, m = len(mine), len(program)
+    inf = float("inf")
+    # best[i][j]: cost of aligning mine[i:] to program[j:], and its first step
+    best = [[(inf, MATCH)] * (m + 1) for _ in range(n + 1)]
+    for j in range(m + 1):
+        best[n][j] = (0.0, MATCH)
+    for i in range(n - 1, -1, -1):
+        for j in range(min(m, i + costs.BAND), max(0, i - costs.BAND) - 1, -1):
+            options = []
+            if j < m:
+                step = _sub_cost(mine, elsewhere, program, i, j, rows, codes)
+                options.append((step + best[i + 1][j + 1][0], MATCH if step == 0 else SUBSTITUTE))
+                options.append((costs.SKIP + best[i][j + 1][0], SKIP))
+            options.append((costs.EXTRA + best[i + 1][j][0], EXTRA))
+            best[i][j] = min(options, key=lambda o: o[0])  # first of equals: the order above
+    return best[0][0][1], best[0][0][0]
+
+
+def _sub_cost(
+    mine: list[int],
+    elsewhere: list[bool],
+    program: list[tuple[int, int] | None],
+    i: int,
+    j: int,
+    rows: np.ndarray,
+    codes: dict[str, np.ndarray],
+) -> float:
+    """Cost of the rank's call ``i`` standing at the program's position ``j``."""
+    here = program[j]
+    if here is None:
+        return costs.UNKNOWN
+    if mine[i] == here[0]:
+        return 0.0
+    near = [program[k] for k in (j - 1, j + 1) if 0 <= k < len(program) and program[k] is not None]
+    if elsewhere[i] or any(mine[i] == p[0] for p in near):
+        return costs.ELSEWHERE
+    return substitution_cost(_differs(codes, int(rows[i]), here[1]))

@@ -1,0 +1,93 @@
+"""Which groups run the same part of the program: the roles a consensus is taken over.
+
+Groups of one description (every tensor-parallel group shares one) run the same program
+only where their ranks do the same work: the tensor-parallel groups of two pipeline stages
+issue different layers at the same seq. Two groups are in one role when their calls (op,
+sizes, dtypes, call site, where the members that recorded the seq agree) are equal at
+every seq both recorded; a group
+that differs there from every role of its description starts its own. Compared pair by
+pair, so ring buffers that hold different stretches of the history still tell stages apart
+wherever any two of them overlap. A group that overlaps no other is put with the first role
+of its description: nothing says it runs another program.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from .cells import COLLECTIVE
+from .families import Families, call_codes
+
+CALL = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
+
+
+def group_roles(cells: pd.DataFrame, families: Families) -> dict[str, str]:
+    """group key -> role name (its family's name, with ``/n`` where a family splits)."""
+    role_of = dict(families.family_of)
+    by_family: dict[str, list[str]] = defaultdict(list)
+    for k, f in families.family_of.items():
+        by_family[f].append(k)
+    several = {f: keys for f, keys in by_family.items() if len(keys) > 1}
+    if cells.empty or not several:
+        return role_of
+    history = unanimous_history(cells)
+    for family, keys in several.items():
+        ordered = sorted(keys, key=lambda k: (-len(history.get(k, {})), k))
+        roles: list[tuple[list[str], dict[int, int]]] = []
+        for k in ordered:
+            mine = history.get(k, {})
+            home = _home(mine, roles)
+            if home is None:
+                home = ([], {})
+                roles.append(home)
+            home[0].append(k)
+            home[1].update(mine)
+        if len(roles) > 1:
+            for n, (members, _) in enumerate(roles):
+                role_of.update({k: f"{family}/{n}" for k in members})
+    return role_of
+
+
+def _home(mine: dict[int, int], roles: list[tuple[list[str], dict[int, int]]]) -> tuple | None:
+    """The role whose calls agree with ``mine`` on the most shared seqs; where no role shares
+    a seq with it, the first; None where every role that shares one differs."""
+    best, most = None, 0
+    for role in roles:
+        shared, same = _compare(mine, role[1])
+        if shared and same and shared > most:
+            best, most = role, shared
+    if best is None and roles and not any(_compare(mine, r[1])[0] for r in roles):
+        return roles[0]
+    return best
+
+
+def _compare(mine: dict[int, int], theirs: dict[int, int]) -> tuple[int, bool]:
+    """How many seqs both hold, and whether the calls are equal at all of them."""
+    small, big = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+    shared = [q for q in small if q in big]
+    return len(shared), all(small[q] == big[q] for q in shared)
+
+
+def unanimous_history(cells: pd.DataFrame) -> dict[str, dict[int, int]]:
+    """group key -> {seq: call code} at the seqs where every cell of the group agrees (a
+    rank without a dump, or past its buffer, does not vote)."""
+    token = call_codes(cells, CALL)
+    gid = cells[COLLECTIVE].to_numpy()
+    n = int(gid.max()) + 1 if len(gid) else 0
+    low = np.full(n, np.iinfo(np.int64).max)
+    high = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(low, gid, token)
+    np.maximum.at(high, gid, token)
+    first = np.full(n, -1, dtype=np.int64)
+    first[gid[::-1]] = np.arange(len(gid) - 1, -1, -1)
+    ok = np.flatnonzero((low == high) & (first >= 0))
+    keys = cells[s.PG_KEY].astype("category").array
+    frame = pd.DataFrame({"k": keys.codes[first[ok]], "q": cells[s.SEQ].to_numpy()[first[ok]], "v": low[ok]})
+    out: dict[str, dict[int, int]] = {}
+    for code, part in frame.groupby("k", sort=False):
+        out[str(keys.categories[code])] = dict(zip(part["q"].tolist(), part["v"].tolist()))
+    return out
