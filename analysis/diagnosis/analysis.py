@@ -13,17 +13,14 @@ from ..model.errored import reopen_errored
 from ..model.families import Families, program_families
 from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
-from ..model.program import consensus_program
 from ..model.progress import Progress, compute_progress
-from ..model.roles import group_roles
 from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
-from .alignment import align
-from .departures import departures
 from .exchange import Imbalance, find_imbalances
 from .level_counts import LevelCounts
 from .mismatch import Mismatch, find_mismatches
+from .model_mismatches import model_mismatches
 from .waitfor import WaitGraph, build_wait_graph
 
 
@@ -81,9 +78,7 @@ def run_analysis(dumps: DumpSet, engine: str = "rules") -> Analysis:
         index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
     )
     if engine == "model":
-        roles = group_roles(cells, families)
-        program = consensus_program(cells, roles, families.description_of)
-        mismatches = departures(align(cells, roles, program, families.description_of), cells)
+        mismatches = model_mismatches(cells, families)
     else:
         mismatches = levels.decide(find_mismatches(cells, families))
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
