@@ -13,6 +13,7 @@ kept as ties, to be shown as possible causes.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,8 +23,7 @@ from .. import schema as s
 from ..model import costs
 from ..model.families import call_codes
 from ..model.program import TOKEN, Program
-
-MATCH, SUBSTITUTE, SKIP, EXTRA = "match", "substitute", "skip", "extra"
+from .edit_distance import MATCH, Calls, Departure, differs, first_departure
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +68,10 @@ class _Calls:
         most = c.groupby("family", observed=True)["seen"].transform("max").to_numpy()
         weak = c["seen"].to_numpy() * 2 < most
         self.description_of_role = description_of_role
-        self.issued: dict[str, set[int]] = {}
-        for f, t in zip(c["family"][~weak], c["token"][~weak]):
-            self.issued.setdefault(description_of_role.get(str(f), str(f)), set()).add(int(t))
+        self.issued: dict[str, Counter[int]] = {}
+        held = ~weak & (c["support"].to_numpy() * 2 > c["seen"].to_numpy())  # a majority's call
+        for f, t in zip(c["family"][held], c["token"][held]):
+            self.issued.setdefault(description_of_role.get(str(f), str(f)), Counter())[int(t)] += 1
         self.known = {
             (str(f), int(q)): (int(t), int(r), bool(tied), bool(w))
             for f, q, t, r, tied, w in zip(c["family"], c[s.SEQ], c["token"], c["row"], c["tied"], weak)
@@ -90,10 +91,10 @@ class _Calls:
             return None if hit[2] else hit[:2]
         return self.phase.get((family, seq % p)) if p else None
 
-    def issued_elsewhere(self, family: str, token: int) -> bool:
-        """Whether the program issues this very call at some well-seen position of a role
-        of ``family``'s description."""
-        return token in self.issued.get(self.description_of_role.get(family, family), ())
+    def issued_elsewhere(self, family: str, token: int, besides: int = 0) -> bool:
+        """Whether the program issues this very call at more than ``besides`` well-seen
+        positions held by a majority, in the roles of ``family``'s description."""
+        return self.issued.get(self.description_of_role.get(family, family), Counter())[token] > besides
 
 
 def align(
@@ -190,81 +191,30 @@ def _first_edit(
     q0 = int(cells[s.SEQ].iat[rows[0]])
     program = [calls.at(family, q0 + j) for j in range(len(rows) + costs.BAND + 1)]
     mine = [int(tokens[r]) for r in rows]
-    elsewhere = [calls.issued_elsewhere(family, t) for t in mine]
-    kind, cost = _cheapest_first_step(mine, elsewhere, program, rows, codes)
-    if kind == MATCH:
-        return None
-    here = program[0]
-    differs = () if here is None else _differs(codes, int(rows[0]), here[1])
-    return Edit(
-        rank=int(cells[s.RANK].iat[rows[0]]),
-        pg_key=str(cells[s.PG_KEY].iat[rows[0]]),
-        seq=q0,
-        kind=kind,
-        differs=differs,
-        cost=cost,
-        row=int(rows[0]),
-        expected_row=None if here is None else here[1],
-        elsewhere=elsewhere[0],
+    c = Calls(
+        mine,
+        rows,
+        program,
+        [calls.issued_elsewhere(family, t) for t in mine],
+        [p is not None and calls.issued_elsewhere(family, p[0], besides=1) for p in program],
     )
+    return edit_of(cells, c, first_departure(c, codes), codes)
 
 
-def _differs(codes: dict[str, np.ndarray], row: int, other: int) -> tuple[str, ...]:
-    return tuple(col for col in TOKEN if codes[col][row] != codes[col][other])
-
-
-def substitution_cost(differs: tuple[str, ...]) -> float:
-    """What substituting a call that differs in ``differs`` costs (``costs.SUBSTITUTE``)."""
-    return sum(costs.SUBSTITUTE[col] for col in differs)
-
-
-def _cheapest_first_step(
-    mine: list[int],
-    elsewhere: list[bool],
-    program: list[tuple[int, int] | None],
-    rows: np.ndarray,
-    codes: dict[str, np.ndarray],
-) -> tuple[str, float]:
-    """The first step of the cheapest alignment of ``mine`` (the rank's tokens) to ``program``
-    (its (token, row) per position, None where unknown), and that alignment's cost.
-
-    An edit distance in a band of ``costs.BAND``; the program's positions past the rank's
-    last call are free (the history stops there). Equal costs prefer, in turn, the
-    substitution, the skip, the extra."""
-    n, m = len(mine), len(program)
-    inf = float("inf")
-    # best[i][j]: cost of aligning mine[i:] to program[j:], and its first step
-    best = [[(inf, MATCH)] * (m + 1) for _ in range(n + 1)]
-    for j in range(m + 1):
-        best[n][j] = (0.0, MATCH)
-    for i in range(n - 1, -1, -1):
-        for j in range(min(m, i + costs.BAND), max(0, i - costs.BAND) - 1, -1):
-            options = []
-            if j < m:
-                step = _sub_cost(mine, elsewhere, program, i, j, rows, codes)
-                options.append((step + best[i + 1][j + 1][0], MATCH if step == 0 else SUBSTITUTE))
-                options.append((costs.SKIP + best[i][j + 1][0], SKIP))
-            options.append((costs.EXTRA + best[i + 1][j][0], EXTRA))
-            best[i][j] = min(options, key=lambda o: o[0])  # first of equals: the order above
-    return best[0][0][1], best[0][0][0]
-
-
-def _sub_cost(
-    mine: list[int],
-    elsewhere: list[bool],
-    program: list[tuple[int, int] | None],
-    i: int,
-    j: int,
-    rows: np.ndarray,
-    codes: dict[str, np.ndarray],
-) -> float:
-    """Cost of the rank's call ``i`` standing at the program's position ``j``."""
-    here = program[j]
-    if here is None:
-        return costs.UNKNOWN
-    if mine[i] == here[0]:
-        return 0.0
-    near = [program[k] for k in (j - 1, j + 1) if 0 <= k < len(program) and program[k] is not None]
-    if elsewhere[i] or any(mine[i] == p[0] for p in near):
-        return costs.ELSEWHERE
-    return substitution_cost(_differs(codes, int(rows[i]), here[1]))
+def edit_of(cells: pd.DataFrame, c: Calls, d: Departure, codes: dict[str, np.ndarray]) -> Edit | None:
+    """The :class:`Edit` a departure of the calls ``c`` makes (None for a match)."""
+    if d.kind == MATCH:
+        return None
+    row = int(c.rows[d.mine])
+    here = c.program[d.theirs] if d.theirs < len(c.program) else None
+    return Edit(
+        rank=int(cells[s.RANK].iat[row]),
+        pg_key=str(cells[s.PG_KEY].iat[row]),
+        seq=int(cells[s.SEQ].iat[row]),
+        kind=d.kind,
+        differs=() if here is None else differs(codes, row, here[1]),
+        cost=d.cost,
+        row=row,
+        expected_row=None if here is None else here[1],
+        elsewhere=c.mine_elsewhere[d.mine],
+    )

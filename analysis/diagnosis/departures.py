@@ -21,7 +21,8 @@ import pandas as pd
 
 from .. import schema as s
 from ..types import FailureClass
-from .alignment import EXTRA, SKIP, Alignment, Edit
+from .alignment import Alignment, Edit
+from .edit_distance import EXTRA, SKIP
 from .mismatch import Mismatch, sizes_comparable
 
 SHIFT = {SKIP: 1, EXTRA: -1}

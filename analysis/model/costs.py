@@ -30,6 +30,16 @@ so one skip explains them all."""
 EXTRA = 2.0
 """A call the program does not have; every later call lines up one position back."""
 
+EXTRA_PROGRAM = 2.5
+"""Adding a call the program issues at some point: a piece of the program run twice is less
+likely than another rank skipping it, so where two sides are one call off each other, the
+side without the program's call skipped it."""
+
+SKIP_OWN = 2.5
+"""Skipping a call the program issues nowhere else (a call of its own, as a debug metric
+only some ranks log): less likely than the other side adding it, so where two sides are one
+call off each other, the side with a call of its own added it."""
+
 ELSEWHERE = 2.5
 """Substituting a call the program issues, exactly, one position away or at another point of
 the same description's program: that call issued early or late, not a wrong tensor (which
