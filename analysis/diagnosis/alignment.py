@@ -24,29 +24,8 @@ from ..model import costs
 from ..model.families import call_codes
 from ..model.program import TOKEN, Program
 from .edit_distance import MATCH, Calls, Departure, differs, first_departure
-
-
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """Where one rank's calls in one group first depart from the program, and how."""
-
-    rank: int
-    pg_key: str
-    seq: int
-    """The seq of the rank's call where it departs (for a skip: the call it issued instead)."""
-    kind: str
-    """``substitute``, ``skip`` or ``extra`` (see ``model/costs``)."""
-    differs: tuple[str, ...]
-    """The attributes (op, sizes, dtypes, call site) where the rank's call at ``seq`` differs
-    from the program's call there."""
-    cost: float
-    """Of the cheapest alignment of the rank's calls from ``seq`` on."""
-    row: int
-    """The rank's cell at ``seq``."""
-    expected_row: int | None
-    """A cell that issued the program's call at ``seq`` (None where nobody was seen there)."""
-    elsewhere: bool = False
-    """The rank's call at ``seq`` is one the program issues at another point."""
+from .edits import Edit
+from .pairs import settle_pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +93,15 @@ def align(
     edits = [
         _first_edit(cells, rows, tokens, codes, calls, family[rows[0]]) for rows in _departing_histories(cells, off)
     ]
-    return Alignment([e for e in edits if e is not None], _ties(cells, tokens, tied))
+    role_of_key = {str(k): role_of.get(str(k), str(k)) for k in cells[s.PG_KEY].astype("category").cat.categories}
+
+    def fit(mine: list[int], theirs: list[int]) -> tuple[Edit | None, float]:
+        c = _calls_against(np.asarray(mine), theirs, tokens, calls, role_of_key[str(cells[s.PG_KEY].iat[mine[0]])])
+        d = first_departure(c, codes)
+        return edit_of(cells, c, d, codes), d.cost
+
+    edits, ties = settle_pairs([e for e in edits if e is not None], _ties(cells, tokens, tied), cells, fit)
+    return Alignment(edits, ties)
 
 
 def _family_of_cells(cells: pd.DataFrame, role_of: dict[str, str]) -> np.ndarray:
@@ -199,6 +186,21 @@ def _first_edit(
         [p is not None and calls.issued_elsewhere(family, p[0], besides=1) for p in program],
     )
     return edit_of(cells, c, first_departure(c, codes), codes)
+
+
+def _calls_against(rows: np.ndarray, program_rows: list[int], tokens: np.ndarray, calls: _Calls, family: str) -> Calls:
+    """One rank's calls ``rows`` with another rank's calls ``program_rows`` as the program: a
+    call either rank issues at another position is a call of the program too."""
+    mine = [int(tokens[r]) for r in rows]
+    program: list[tuple[int, int] | None] = [(int(tokens[r]), r) for r in program_rows]
+    both = Counter(mine) + Counter(p[0] for p in program if p is not None)
+    return Calls(
+        mine,
+        rows,
+        program + [None] * (len(mine) + costs.BAND),
+        [calls.issued_elsewhere(family, t) or both[t] > 1 for t in mine],
+        [calls.issued_elsewhere(family, p[0], besides=1) or both[p[0]] > 1 for p in program],
+    )
 
 
 def edit_of(cells: pd.DataFrame, c: Calls, d: Departure, codes: dict[str, np.ndarray]) -> Edit | None:

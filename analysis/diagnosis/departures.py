@@ -21,8 +21,9 @@ import pandas as pd
 
 from .. import schema as s
 from ..types import FailureClass
-from .alignment import Alignment, Edit
+from .alignment import Alignment
 from .edit_distance import EXTRA, SKIP
+from .edits import Edit
 from .mismatch import Mismatch, sizes_comparable
 
 SHIFT = {SKIP: 1, EXTRA: -1}

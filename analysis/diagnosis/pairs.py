@@ -1,0 +1,77 @@
+"""A pair of ranks that both depart: which of the two the other fits.
+
+In a group of two ranks with no sibling group and no history to outvote either side, the
+consensus of each position on its own may take one rank's call here and the other's
+further on (when one rank is a call off the other), and then both seem to depart. Each
+rank's history from the first departure on is then tried as the program and the other
+rank aligned to it (``edit_distance``); the cheaper alignment says which rank departed and
+how: a rank without a call the program issues elsewhere skipped it (the other adding it
+would cost more), a rank with a call of its own added it. Where both cost alike, the
+dumps do not tell the two apart: a tie.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as s
+from ..model import costs
+from .edits import Edit
+
+Fit = Callable[[list[int], list[int]], tuple[Edit | None, float]]
+"""(the rows of one rank, the rows of the other as the program) -> the first edit of the
+cheapest alignment of the one to the other, and its cost."""
+
+
+def settle_pairs(
+    edits: list[Edit], ties: list[tuple[str, int]], cells: pd.DataFrame, fit: Fit
+) -> tuple[list[Edit], list[tuple[str, int]]]:
+    """``edits`` and ``ties`` with each pair's, where both its ranks depart or its first
+    position is tied, replaced by the two ranks' alignment to each other."""
+    ranks: dict[str, set[int]] = defaultdict(set)
+    first: dict[str, int] = {}
+    for e in edits:
+        ranks[e.pg_key].add(e.rank)
+        first[e.pg_key] = min(first.get(e.pg_key, e.seq), e.seq)
+    tied = dict(ties)
+    settle = {k: q for k, q in first.items() if len(ranks[k]) == 2} | tied
+    kept = [e for e in edits if e.pg_key not in settle]
+    left = []
+    for key, q0 in settle.items():
+        q0 = min(q0, first.get(key, q0), tied.get(key, q0))
+        decided = _decide(key, q0, cells, fit)
+        if decided is None:
+            left.append((key, q0))
+        else:
+            kept.append(decided)
+    return kept, left
+
+
+def _histories(key: str, q0: int, cells: pd.DataFrame) -> dict[int, list[int]] | None:
+    """rank -> its rows in group ``key`` from ``q0`` on, in seq order; None unless the group
+    shows exactly two ranks there."""
+    rows = np.flatnonzero((cells[s.PG_KEY] == key).to_numpy() & (cells[s.SEQ] >= q0).to_numpy())
+    rank = cells[s.RANK].to_numpy()[rows]
+    if len(set(rank.tolist())) != 2:
+        return None
+    rows = rows[np.lexsort((cells[s.SEQ].to_numpy()[rows], rank))]
+    out: dict[int, list[int]] = defaultdict(list)
+    for r in rows:
+        out[int(cells[s.RANK].iat[r])].append(int(r))
+    return {r: v[: costs.HORIZON] for r, v in out.items()}
+
+
+def _decide(key: str, q0: int, cells: pd.DataFrame, fit: Fit) -> Edit | None:
+    """The edit of the rank that departed, or None where neither fits the other better."""
+    histories = _histories(key, q0, cells)
+    if histories is None:
+        return None
+    (_, a), (_, b) = histories.items()
+    b_to_a, a_to_b = fit(b, a), fit(a, b)
+    if b_to_a[1] == a_to_b[1]:
+        return None
+    return b_to_a[0] if b_to_a[1] < a_to_b[1] else a_to_b[0]
