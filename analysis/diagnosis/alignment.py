@@ -55,6 +55,7 @@ class _Calls:
             (str(f), int(q)): (int(t), int(r), bool(tied), bool(w))
             for f, q, t, r, tied, w in zip(c["family"], c[s.SEQ], c["token"], c["row"], c["tied"], weak)
         }
+        self.even = {(str(f), int(q)) for f, q in zip(c["family"][c["even"]], c[s.SEQ][c["even"]])}
         self.period = program.period
         by_phase = c.sort_values("phase_support", ascending=False, kind="stable").drop_duplicates(["family", "phase"])
         self.phase = {
@@ -96,11 +97,14 @@ def align(
     role_of_key = {str(k): role_of.get(str(k), str(k)) for k in cells[s.PG_KEY].astype("category").cat.categories}
 
     def fit(mine: list[int], theirs: list[int]) -> tuple[Edit | None, float]:
-        c = _calls_against(np.asarray(mine), theirs, tokens, calls, role_of_key[str(cells[s.PG_KEY].iat[mine[0]])])
+        c = _calls_against(
+            np.asarray(mine), theirs, tokens, codes, calls, role_of_key[str(cells[s.PG_KEY].iat[mine[0]])]
+        )
         d = first_departure(c, codes)
         return edit_of(cells, c, d, codes), d.cost
 
-    edits, ties = settle_pairs([e for e in edits if e is not None], _ties(cells, tokens, tied), cells, fit)
+    even = {(k, q) for k, q in ((e.pg_key, e.seq) for e in edits if e is not None) if (role_of_key[k], q) in calls.even}
+    edits, ties = settle_pairs([e for e in edits if e is not None], _ties(cells, tokens, tied), even, cells, fit)
     return Alignment(edits, ties)
 
 
@@ -188,19 +192,39 @@ def _first_edit(
     return edit_of(cells, c, first_departure(c, codes), codes)
 
 
-def _calls_against(rows: np.ndarray, program_rows: list[int], tokens: np.ndarray, calls: _Calls, family: str) -> Calls:
+def _calls_against(
+    rows: np.ndarray,
+    program_rows: list[int],
+    tokens: np.ndarray,
+    codes: dict[str, np.ndarray],
+    calls: _Calls,
+    family: str,
+) -> Calls:
     """One rank's calls ``rows`` with another rank's calls ``program_rows`` as the program: a
-    call either rank issues at another position is a call of the program too."""
+    call either rank issues at another position is a call of the program too, and so is one
+    from a line (op and call site, where known) either issues at another position."""
     mine = [int(tokens[r]) for r in rows]
     program: list[tuple[int, int] | None] = [(int(tokens[r]), r) for r in program_rows]
     both = Counter(mine) + Counter(p[0] for p in program if p is not None)
+    lines = Counter(_line(codes, int(r)) for r in [*rows, *program_rows])
     return Calls(
         mine,
         rows,
         program + [None] * (len(mine) + costs.BAND),
         [calls.issued_elsewhere(family, t) or both[t] > 1 for t in mine],
-        [calls.issued_elsewhere(family, p[0], besides=1) or both[p[0]] > 1 for p in program],
+        [calls.issued_elsewhere(family, t, besides=1) or both[t] > 1 or lines[_line(codes, r)] > 1 for t, r in program],
+        [
+            calls.issued_elsewhere(family, t) or both[t] > 1 or lines[_line(codes, int(r))] > 1
+            for t, r in zip(mine, rows)
+        ],
     )
+
+
+def _line(codes: dict[str, np.ndarray], row: int) -> tuple[int, int] | int:
+    """The line of the program a call is issued from: (op, call site); where the site is not
+    known, a value of its own (only the whole call is compared then)."""
+    site = int(codes[s.CALL_SITE][row])
+    return (int(codes[s.OP][row]), site) if site > 0 else -1 - row
 
 
 def edit_of(cells: pd.DataFrame, c: Calls, d: Departure, codes: dict[str, np.ndarray]) -> Edit | None:

@@ -45,9 +45,12 @@ class Calls:
     """The rank's cells (for which attributes differ)."""
     program: list[Position]
     mine_elsewhere: list[bool]
-    """Each of the rank's calls is one the program issues at some point."""
+    """Each of the rank's calls is one the program issues at some point (the whole call)."""
     program_elsewhere: list[bool]
-    """Each of the program's calls is one it issues at another point too."""
+    """Each of the program's calls is one it issues at another point too (its op at its call
+    site, where the site is known: the line of the program, whatever the tensor)."""
+    mine_of_program: list[bool] | None = None
+    """Each of the rank's calls is the program's in that sense (default: ``mine_elsewhere``)."""
 
 
 def differs(codes: dict[str, np.ndarray], row: int, other: int) -> tuple[str, ...]:
@@ -106,4 +109,5 @@ def _skip_cost(c: Calls, j: int) -> float:
 
 def _extra_cost(c: Calls, i: int) -> float:
     """Adding the call ``i``: dearer where it is one the program issues."""
-    return costs.EXTRA_PROGRAM if c.mine_elsewhere[i] else costs.EXTRA
+    known = c.mine_elsewhere if c.mine_of_program is None else c.mine_of_program
+    return costs.EXTRA_PROGRAM if known[i] else costs.EXTRA

@@ -28,26 +28,36 @@ cheapest alignment of the one to the other, and its cost."""
 
 
 def settle_pairs(
-    edits: list[Edit], ties: list[tuple[str, int]], cells: pd.DataFrame, fit: Fit
+    edits: list[Edit], ties: list[tuple[str, int]], even: set[tuple[str, int]], cells: pd.DataFrame, fit: Fit
 ) -> tuple[list[Edit], list[tuple[str, int]]]:
-    """``edits`` and ``ties`` with each pair's, where both its ranks depart or its first
-    position is tied, replaced by the two ranks' alignment to each other."""
+    """``edits`` and ``ties`` with each pair's replaced by the two ranks' alignment to each
+    other, where both its ranks depart, or its first departure is at a position the ranks
+    split evenly on (``even``: only the weaker weights of ``call_support`` chose), or its
+    first position is tied. Groups that are not pairs there keep theirs; so does a pair the
+    alignment leaves even where only one rank departed (the weaker weights stand)."""
     ranks: dict[str, set[int]] = defaultdict(set)
     first: dict[str, int] = {}
     for e in edits:
         ranks[e.pg_key].add(e.rank)
         first[e.pg_key] = min(first.get(e.pg_key, e.seq), e.seq)
     tied = dict(ties)
-    settle = {k: q for k, q in first.items() if len(ranks[k]) == 2} | tied
+    settle = {k: q for k, q in first.items() if len(ranks[k]) == 2 or (k, q) in even} | tied
     kept = [e for e in edits if e.pg_key not in settle]
-    left = []
+    left = [t for t in ties if t[0] not in settle]
     for key, q0 in settle.items():
         q0 = min(q0, first.get(key, q0), tied.get(key, q0))
-        decided = _decide(key, q0, cells, fit)
-        if decided is None:
-            left.append((key, q0))
-        else:
+        histories = _histories(key, q0, cells)
+        if histories is None:  # not a pair: what the program said stands
+            kept += [e for e in edits if e.pg_key == key]
+            left += [t for t in ties if t[0] == key]
+            continue
+        decided = _decide(histories, fit)
+        if decided is not None:
             kept.append(decided)
+        elif key in tied or len(ranks[key]) == 2:
+            left.append((key, q0))
+        else:  # the weaker weights chose, and the pair's alignment does not say otherwise
+            kept += [e for e in edits if e.pg_key == key]
     return kept, left
 
 
@@ -65,11 +75,8 @@ def _histories(key: str, q0: int, cells: pd.DataFrame) -> dict[int, list[int]] |
     return {r: v[: costs.HORIZON] for r, v in out.items()}
 
 
-def _decide(key: str, q0: int, cells: pd.DataFrame, fit: Fit) -> Edit | None:
+def _decide(histories: dict[int, list[int]], fit: Fit) -> Edit | None:
     """The edit of the rank that departed, or None where neither fits the other better."""
-    histories = _histories(key, q0, cells)
-    if histories is None:
-        return None
     (_, a), (_, b) = histories.items()
     b_to_a, a_to_b = fit(b, a), fit(a, b)
     if b_to_a[1] == a_to_b[1]:

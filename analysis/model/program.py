@@ -49,7 +49,8 @@ class Program:
     """family, seq, op, input sizes, input dtypes, call site (the consensus call), token,
     row, support, seen, phase (seq mod the family's period; the seq where it has none),
     phase_support, phase_seen (the same counts over every position of that phase), tied
-    (another call has as much support here and in the history)."""
+    (another call has as much support on every weight of ``call_support``), even (as much
+    here and in the history: only the weaker weights chose)."""
     period: dict[str, int]
     """family -> its step period in seqs, where its history repeats."""
 
@@ -84,6 +85,7 @@ def consensus_program(
     votes["phase_seen"] = votes.groupby(["f", "ph"])["n"].transform("sum")
     weigh_contested(votes, cells, tokens, description_of or {})
     votes["tied"] = contested(votes, WEIGHED)
+    votes["even"] = contested(votes, WEIGHED[:2])
     order = ["f", "q", *WEIGHED, "t"]
     ranked = votes.sort_values(order, ascending=[True, True] + [False] * len(WEIGHED) + [True], kind="stable")
     best = ranked.drop_duplicates(["f", "q"]).reset_index(drop=True)
@@ -100,6 +102,7 @@ def consensus_program(
             "phase_support": best["phase_n"].to_numpy(),
             "phase_seen": best["phase_seen"].to_numpy(),
             "tied": tied,
+            "even": best["even"].to_numpy(dtype=bool),
         }
     )
     for col in TOKEN:
@@ -107,7 +110,7 @@ def consensus_program(
     return Program(out, period)
 
 
-_COUNTS = ("token", "row", "support", "seen", "phase", "phase_support", "phase_seen", "tied")
+_COUNTS = ("token", "row", "support", "seen", "phase", "phase_support", "phase_seen", "tied", "even")
 """The columns beside the call: its token (equal for equal calls of one cells table), the
 row of one cell that issued it, and the counts."""
 
