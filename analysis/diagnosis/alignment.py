@@ -188,6 +188,7 @@ def _first_edit(
         program,
         [calls.issued_elsewhere(family, t) for t in mine],
         [p is not None and calls.issued_elsewhere(family, p[0], besides=1) for p in program],
+        whole_steps=family in calls.period,
     )
     return edit_of(cells, c, first_departure(c, codes), codes)
 
@@ -217,6 +218,7 @@ def _calls_against(
             calls.issued_elsewhere(family, t) or both[t] > 1 or lines[_line(codes, int(r))] > 1
             for t, r in zip(mine, rows)
         ],
+        whole_steps=family in calls.period,
     )
 
 

@@ -51,6 +51,9 @@ class Calls:
     site, where the site is known: the line of the program, whatever the tensor)."""
     mine_of_program: list[bool] | None = None
     """Each of the rank's calls is the program's in that sense (default: ``mine_elsewhere``)."""
+    whole_steps: bool = True
+    """The dumps show the program over more than one step (its period), so a call seen at
+    one position only is a call of its own; without that, nothing says it is."""
 
 
 def differs(codes: dict[str, np.ndarray], row: int, other: int) -> tuple[str, ...]:
@@ -102,9 +105,10 @@ def _sub_cost(c: Calls, i: int, j: int, codes: dict[str, np.ndarray]) -> float:
 
 
 def _skip_cost(c: Calls, j: int) -> float:
-    """Skipping the program's call ``j``: dearer where the program issues it nowhere else."""
+    """Skipping the program's call ``j``: dearer where the program issues it nowhere else,
+    in dumps that show more than one step."""
     known = c.program[j] is not None and j < len(c.program_elsewhere)
-    return costs.SKIP if not known or c.program_elsewhere[j] else costs.SKIP_OWN
+    return costs.SKIP_OWN if known and not c.program_elsewhere[j] and c.whole_steps else costs.SKIP
 
 
 def _extra_cost(c: Calls, i: int) -> float:

@@ -38,7 +38,9 @@ side without the program's call skipped it."""
 SKIP_OWN = 2.5
 """Skipping a call the program issues nowhere else (a call of its own, as a debug metric
 only some ranks log): less likely than the other side adding it, so where two sides are one
-call off each other, the side with a call of its own added it."""
+call off each other, the side with a call of its own added it. Only where the dumps show
+more than one step of the program (its period): in dumps of a step or less (only the
+pending entries, say) every call is seen once, and that says nothing."""
 
 ELSEWHERE = 2.5
 """Substituting a call the program issues, exactly, one position away or at another point of
