@@ -11,7 +11,8 @@ Weighed in order, each only where all before it are equal:
    after the call the program issues just before this position (what follows that call
    elsewhere);
 4. ``anywhere_n``: the cells anywhere in groups of the same description that issued it
-   (a call the program issues somewhere, against one it never does);
+   together with another cell of their collective (a call the program issues somewhere,
+   against one it never does; a call one rank issued alone may be the departure itself);
 5. ``site_n``: the same for its op at its call site, whatever the tensor;
 6. ``moves``: whether it moves any elements (a program does not issue a collective to move
    nothing; an empty tensor is a bug upstream).
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from .cells import COLLECTIVE
 from .families import call_codes
 
 WEIGHED = ("here_n", "phase_n", "after_n", "anywhere_n", "site_n", "moves")
@@ -61,8 +63,9 @@ def weigh_contested(
     desc = _description_codes(cells, description_of)
     site = call_codes(cells, (s.OP, s.CALL_SITE))
     rows = votes["row"].to_numpy()[even]
-    votes.loc[votes.index[even], "anywhere_n"] = _count(desc, tokens, desc[rows], tokens[rows])
-    votes.loc[votes.index[even], "site_n"] = _count(desc, site, desc[rows], site[rows])
+    together = _issued_together(cells, tokens)
+    votes.loc[votes.index[even], "anywhere_n"] = _count(desc[together], tokens[together], desc[rows], tokens[rows])
+    votes.loc[votes.index[even], "site_n"] = _count(desc[together], site[together], desc[rows], site[rows])
     before = _previous_call(votes, even)
     prev = _previous_token(cells, tokens)
     pair = tokens * (int(tokens.max(initial=0)) + 2) + prev + 1
@@ -70,6 +73,15 @@ def weigh_contested(
     votes.loc[votes.index[even], "after_n"] = np.where(before >= 0, _count(desc, pair, desc[rows], wanted), 0)
     sizes = cells[s.INPUT_SIZES].astype(str).to_numpy()[rows]
     votes.loc[votes.index[even], "moves"] = [int(_elements(v) != 0) for v in sizes]
+
+
+def _issued_together(cells: pd.DataFrame, tokens: np.ndarray) -> np.ndarray:
+    """Cells whose call another cell of the same collective issued too: a call a rank issued
+    alone may be the departure itself, and says nothing of the program."""
+    gid = cells[COLLECTIVE].to_numpy().astype(np.int64)
+    key = gid * (int(tokens.max(initial=0)) + 1) + tokens
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return counts[inverse] >= 2
 
 
 def _description_codes(cells: pd.DataFrame, description_of: dict[str, str]) -> np.ndarray:
