@@ -1,11 +1,14 @@
 """Accuracy of the diagnosis on fresh corpus cases, beside torch's fr_trace on the same dumps.
 
     python -m benchmarks.accuracy --cases N [--seed S] [--jobs J] [--misses DIR]
-                                  [--families a,b] [--kinds gloo,nccl] [--keep DIR] [--json FILE]
+                                  [--families a,b] [--kinds gloo,nccl] [--shapes megatron,fsdp]
+                                  [--keep DIR] [--json FILE]
 
 Makes N cases (``benchmarks.corpus``), balanced over every (kind, family)
 pair, with case seeds drawn from S (a new random S is printed when none is
-given, so any run can be repeated). Each case is graded on
+given, so any run can be repeated). Each case's program shape (``megatron``
+or ``fsdp``) is drawn from its seed; ``--shapes`` with one shape forces it
+(the families that shape cannot make are left out). Each case is graded on
 ``analysis.analyze(path, use_cache=False)``:
 
 * ``exact``: the report's ``suspect_ranks`` equal the truth's culprits
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import frtrace
-from benchmarks.corpus import FAMILIES, KINDS, CaseSkipped, generate_case
+from benchmarks.corpus import FAMILIES, KINDS, SHAPES, CaseSkipped, generate_case
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FRTRACE_TIMEOUT_S = 180
@@ -54,6 +57,7 @@ class CaseResult:
     seed: int
     status: str  # graded / skipped / error
     reason: str = ""
+    shape: str = ""
     culprits: list[int] = field(default_factory=list)
     accepted: list[str] = field(default_factory=list)
     grading: str = "exact_ranks"
@@ -84,9 +88,19 @@ class CaseResult:
         return self.fr_exact and self.fr_klass
 
 
-def case_list(n: int, seed: int, families: list[str], kinds: list[str]) -> list[tuple[str, str, int]]:
-    """(kind, family, case seed) for n cases, round-robin over the shuffled (kind, family) pairs."""
-    pairs = [(k, f) for f in families for k in kinds if k in FAMILIES[f].kinds]
+def case_list(
+    n: int, seed: int, families: list[str], kinds: list[str], shapes: list[str] | None = None
+) -> list[tuple[str, str, int]]:
+    """(kind, family, case seed) for n cases, round-robin over the shuffled (kind, family) pairs.
+
+    ``shapes``: only the families that can make one of these program shapes.
+    """
+    pairs = [
+        (k, f)
+        for f in families
+        for k in kinds
+        if k in FAMILIES[f].kinds and (shapes is None or set(shapes) & set(FAMILIES[f].shapes))
+    ]
     if not pairs:
         raise SystemExit("no (kind, family) pair matches --families/--kinds")
     rng = random.Random(seed)
@@ -147,21 +161,30 @@ def run_frtrace(case_dir: Path, truth: dict[str, Any]) -> tuple[list[int] | None
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_one(kind: str, family: str, seed: int, keep: str | None, misses: str | None, with_frtrace: bool) -> CaseResult:
-    """Generate, diagnose and grade one case (in whichever process calls it)."""
+def run_one(
+    kind: str,
+    family: str,
+    seed: int,
+    keep: str | None,
+    misses: str | None,
+    with_frtrace: bool,
+    shape: str | None = None,
+) -> CaseResult:
+    """Generate, diagnose and grade one case (in whichever process calls it); ``shape`` forces its shape."""
     import analysis
 
-    res = CaseResult(kind, family, seed, "error")
+    res = CaseResult(kind, family, seed, "error", shape=shape or "")
     base = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fd_accuracy_"))
-    case_dir = base / f"{kind}-{family}-{seed}"
+    case_dir = base / (f"{kind}-{family}-{seed}" + (f"-{shape}" if shape else ""))
     try:
         t0 = time.perf_counter()
         try:
-            truth = generate_case(kind, family, seed, case_dir)
+            truth = generate_case(kind, family, seed, case_dir, shape=shape)
         except CaseSkipped as exc:
             res.status, res.reason = "skipped", str(exc).splitlines()[0][:300]
             return res
         res.gen_s = time.perf_counter() - t0
+        res.shape = truth["shape"]
         res.culprits, res.accepted, res.grading = truth["culprit_ranks"], truth["accepted_classes"], truth["grading"]
         res.world_size, res.variants = truth["layout"]["world_size"], truth["variants"]
         t0 = time.perf_counter()
@@ -191,7 +214,7 @@ def run_one(kind: str, family: str, seed: int, keep: str | None, misses: str | N
             if named is not None and fr_class is not None:
                 res.fr_exact, res.fr_klass = grade_frtrace(truth, named, fr_class)
         if not res.passed and misses:
-            dest = Path(misses) / f"{family}-{seed}"
+            dest = Path(misses) / (f"{family}-{seed}" + (f"-{shape}" if shape else ""))
             if dest.exists():
                 shutil.rmtree(dest)
             shutil.copytree(case_dir, dest)
@@ -245,6 +268,12 @@ def table(results: list[CaseResult]) -> str:
         sk = sum(1 for r in results if r.kind == kind and r.status != "graded")
         if rs or sk:
             lines.append(row("all", kind, rs, sk))
+    if len({r.shape for r in results}) > 1:
+        for shape in SHAPES:
+            rs = [r for r in graded if r.shape == shape]
+            sk = sum(1 for r in results if r.shape == shape and r.status != "graded")
+            if rs or sk:
+                lines.append(row(f"all {shape}", "", rs, sk))
     lines.append(row("overall", "", graded, sum(1 for r in results if r.status != "graded")))
     return "\n".join(lines)
 
@@ -256,7 +285,7 @@ def miss_line(r: CaseResult) -> str:
     if r.grading == "class_and_group" and r.wavefront:
         said += f", wavefront group {r.wavefront.get('pg_name')} seq {r.wavefront.get('collective_seq_id')}"
     return (
-        f"MISS {r.family} ({r.kind}, {r.world_size} ranks{', ' + ','.join(r.variants) if r.variants else ''}) "
+        f"MISS {r.family} ({r.kind}, {r.shape}, {r.world_size} ranks{', ' + ','.join(r.variants) if r.variants else ''}) "
         f"seed {r.seed}: culprits {r.culprits} {'/'.join(r.accepted)} -> said {said}"
     )
 
@@ -269,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", default=None, help="copy every missed case here as <family>-<seed>/")
     ap.add_argument("--families", default=None, help="comma-separated subset of: " + ",".join(FAMILIES))
     ap.add_argument("--kinds", default=",".join(KINDS), help="gloo (real torch runs), nccl (synthetic), or both")
+    ap.add_argument(
+        "--shapes",
+        default=",".join(SHAPES),
+        help="program shapes: megatron, fsdp, or both (default: each case's seed draws it); one shape forces it",
+    )
     ap.add_argument("--keep", default=None, help="keep every case's dumps here as <kind>-<family>-<seed>/")
     ap.add_argument("--json", default=None, help="write per-case results to this file")
     ap.add_argument("--no-frtrace", action="store_true", help="skip torch's fr_trace columns")
@@ -277,10 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     families = args.families.split(",") if args.families else list(FAMILIES)
     unknown = [f for f in families if f not in FAMILIES]
     kinds = args.kinds.split(",")
-    if unknown or any(k not in KINDS for k in kinds):
-        ap.error(f"unknown family or kind: {unknown or kinds}")
+    shapes = sorted(set(args.shapes.split(",")), key=SHAPES.index) if args.shapes else list(SHAPES)
+    if unknown or any(k not in KINDS for k in kinds) or any(s not in SHAPES for s in shapes):
+        ap.error(f"unknown family, kind or shape: {unknown or kinds + shapes}")
+    forced = shapes[0] if len(shapes) == 1 else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
-    cases = case_list(args.cases, seed, families, kinds)
+    cases = case_list(args.cases, seed, families, kinds, [forced] if forced else None)
     print(f"accuracy: {len(cases)} cases, seed {seed} (repeat with --seed {seed})", flush=True)
     os.environ.setdefault("FLIGHTDECK_CACHE_DIR", tempfile.mkdtemp(prefix="fd_accuracy_cache_"))
     for d in (args.keep, args.misses):
@@ -298,13 +334,13 @@ def main(argv: list[str] | None = None) -> int:
             return
         fr = "fr_trace n/a" if r.fr_named is None else f"fr_trace {r.fr_named} {r.fr_class}"
         print(
-            f"[{n}/{len(cases)}] {r.kind} {r.family} seed {r.seed} ({r.world_size} ranks): "
+            f"[{n}/{len(cases)}] {r.kind} {r.family} seed {r.seed} ({r.shape}, {r.world_size} ranks): "
             f"{'pass' if r.passed else 'MISS'} culprits {r.culprits} said {r.suspects} {r.failure_class}; {fr} "
             f"(gen {r.gen_s:.1f}s, analysis {r.analysis_s:.1f}s)",
             flush=True,
         )
 
-    job_args = [(k, f, s, args.keep, args.misses, not args.no_frtrace) for k, f, s in cases]
+    job_args = [(k, f, s, args.keep, args.misses, not args.no_frtrace, forced) for k, f, s in cases]
     if args.jobs <= 1:
         for a in job_args:
             report(run_one(*a))

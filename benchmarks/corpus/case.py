@@ -119,9 +119,10 @@ def _notes(plan: CasePlan, culprits: list[int], obs: Observation) -> tuple[list[
     return shows, cannot
 
 
-def generate_case(kind: str, family: str, seed: int, out_dir: str | Path) -> dict[str, Any]:
+def generate_case(kind: str, family: str, seed: int, out_dir: str | Path, shape: str | None = None) -> dict[str, Any]:
     """Make the case (kind, family, seed) in ``out_dir``: its dumps and ``truth.json``; returns the truth.
 
+    ``shape`` (``megatron`` or ``fsdp``) forces the program shape; by default the seed draws it.
     Raises CaseSkipped when it cannot be made or its dumps cannot show the fault.
     """
     from benchmarks.corpus.plan import PlanError
@@ -131,7 +132,7 @@ def generate_case(kind: str, family: str, seed: int, out_dir: str | Path) -> dic
     out.mkdir(parents=True, exist_ok=True)
     (out / TRUTH_FILE).unlink(missing_ok=True)
     try:
-        plan = draw(kind, family, seed)
+        plan = draw(kind, family, seed, shape=shape)
     except PlanError as exc:
         raise CaseSkipped(str(exc)) from exc
     sim_obs = observation_from_sim(plan.topo, plan.outcome, plan.no_dump)
@@ -165,6 +166,7 @@ def generate_case(kind: str, family: str, seed: int, out_dir: str | Path) -> dic
         "kind": kind,
         "family": family,
         "seed": seed,
+        "shape": plan.shape,
         "variants": plan.variants.names(),
         "variant_settings": plan.variants.to_dict(),
         "layout": plan.layout.to_dict(),

@@ -284,3 +284,20 @@ class Comm:
 
     def _stall(self, fault: Fault, site: str) -> NoReturn:
         raise NotImplementedError
+
+    # -- ops added with the fsdp shape (kept below the others: recorded stacks hold this file's line numbers)
+    def reduce_scatter(self, site: str, kind: str, spec: Spec) -> None:
+        """reduce_scatter_tensor: the input is every member's share laid end to end; each gets its share."""
+        group = self.group(kind)
+        fault = self._hook(site)
+        if fault is not None:
+            if fault.action in STALLS:
+                self._stall(fault, site)
+            if fault.action == "skip":
+                return
+            if fault.action == "size":
+                spec = spec.resized(fault.arg)
+            elif fault.action == "dtype":
+                spec = replace(spec, dtype=fault.arg)
+        out = replace(spec, shape=(spec.numel // len(group.ranks),))
+        self._issue(site, group, "reduce_scatter", spec, out)

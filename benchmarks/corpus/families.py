@@ -12,6 +12,7 @@ class Family:
     kinds: tuple[str, ...]  # "gloo" (real torch runs), "nccl" (NCCL-shaped synthetic dumps)
     grading: str  # "exact_ranks" or "class_and_group"
     what: str
+    shapes: tuple[str, ...] = ("megatron", "fsdp")  # program shapes it is drawn for (``shapes.py``)
 
 
 FAMILIES: dict[str, Family] = {
@@ -66,7 +67,8 @@ FAMILIES: dict[str, Family] = {
             ("gloo", "nccl"),
             "exact_ranks",
             "a rank passes a zero-element or differently shaped gradient bucket to start_grad_sync's "
-            "all_reduce from the neighbouring line of that function (another branch)",
+            "all_reduce (fsdp: its gradients to foreach_reduce's reduce_scatter) from the neighbouring "
+            "line of that function (another branch)",
         ),
         Family(
             "dtype_mismatch_branch",
@@ -74,7 +76,8 @@ FAMILIES: dict[str, Family] = {
             ("gloo", "nccl"),
             "exact_ranks",
             "a rank passes its gradient bucket cast to a same-width other dtype to start_grad_sync's "
-            "all_reduce from the neighbouring line of that function (completes)",
+            "all_reduce (fsdp: foreach_reduce's reduce_scatter) from the neighbouring line of that "
+            "function (completes)",
         ),
         Family(
             "alltoall_splits",
@@ -90,6 +93,7 @@ FAMILIES: dict[str, Family] = {
             ("gloo", "nccl"),
             "exact_ranks",
             "a pipeline send or recv is never posted",
+            shapes=("megatron",),  # the fsdp shape has no pipeline
         ),
         Family(
             "crash_no_dump",

@@ -4,8 +4,8 @@ The machinery is ``sample_dumps/generate.py``'s: one launcher imports torch
 once and forks the ranks; waits are bounded (``work.wait(timeout=...)``); the
 parent dumps every rank at one moment once all are finished, blocked, stuck or
 dead; frame file names are rewritten to neutral paths; a deadline kills
-everything. This module adds the rank body: the Megatron-style job of
-``job.py`` issued through ``RealComm``.
+everything. This module adds the rank body: the job of its shape (``job.py``
+or ``fsdp.py``) issued through ``RealComm``.
 
     python -m benchmarks.corpus.gloo --_launch PLAN   (started by run_case, not by hand)
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from benchmarks.corpus import comm as comm_module
-from benchmarks.corpus import job, program
+from benchmarks.corpus import fsdp, job, program, shapes
 from benchmarks.corpus.comm import Comm, Fault, Spec
 from benchmarks.corpus.plan import CasePlan
 from benchmarks.corpus.topology import Group, Layout, Topology
@@ -91,7 +91,7 @@ class RealComm(Comm):
                     self._tensor(out_spec), t_in, out_splits, in_splits, group=pg, async_op=True
                 )
             else:
-                raise ValueError(op)
+                work = _other_collective(op, self._tensor(out_spec), t_in, pg)
         except RuntimeError as exc:
             self._failed(exc)
         gen.wait_for(self.ctx, work)
@@ -128,7 +128,7 @@ class RealComm(Comm):
 
 def run_rank(plan: dict[str, Any], rank: int) -> None:
     """Body of one forked rank."""
-    layout = Layout(**{k: plan["layout"][k] for k in ("tp", "pp", "dp", "ep")})
+    layout = Layout.from_dict(plan["layout"])
     ctx = gen.RankContext(
         rank=rank,
         layout=layout,  # type: ignore[arg-type]
@@ -158,7 +158,7 @@ def run_rank(plan: dict[str, Any], rank: int) -> None:
     ctx.log("initialized")
     comm.build_groups()
     ctx.set_state("running")
-    job.train(comm, job.JobConfig.from_dict(plan["job"]))
+    shapes.module_of(layout).train(comm, shapes.config_from_dict(layout, plan["job"]))
     ctx.waiting_on = ""
     ctx.set_state("done")
     gen._park(ctx)
@@ -222,6 +222,50 @@ def main(argv: list[str] | None = None) -> None:
         gen.launch_ranks(args[1], run_rank_fn=run_rank)
         return
     raise SystemExit(__doc__)
+
+
+# Added with the fsdp shape, below the rest: real dumps' stacks hold this file's line numbers.
+NEUTRAL_FILES[str(Path(fsdp.__file__).resolve())] = program.NEUTRAL_JOB
+
+
+def _other_collective(op: str, out: Any, t_in: Any, pg: Any) -> Any:
+    """The ops the Megatron shape does not issue (``RealComm._collective`` issues the others)."""
+    import torch.distributed as dist
+
+    if op == "reduce_scatter":
+        return _PolledWork(dist.reduce_scatter_tensor(out, t_in, group=pg, async_op=True))
+    raise ValueError(op)
+
+
+class _PolledWork:
+    """A work whose ``wait(timeout)`` is bounded.
+
+    gloo's reduce_scatter_tensor (torch 2.13: an all_reduce with a copy chained
+    to it) returns a work whose ``wait`` ignores its timeout and whose
+    ``is_completed`` stays False; ``gen.wait_for`` needs both to see that the rank
+    is blocked. A thread waits on the work without a bound instead.
+    """
+
+    def __init__(self, work: Any) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        threading.Thread(target=self._wait, args=(work,), daemon=True).start()
+
+    def _wait(self, work: Any) -> None:
+        try:
+            work.wait()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting rank
+            self.error = exc
+        self.done.set()
+
+    def is_completed(self) -> bool:
+        return self.done.is_set()
+
+    def wait(self, timeout: Any = None) -> None:
+        if not self.done.wait(None if timeout is None else timeout.total_seconds()):
+            raise RuntimeError(f"reduce_scatter not completed after {timeout.total_seconds():.1f}s")
+        if self.error is not None:
+            raise RuntimeError(str(self.error))
 
 
 if __name__ == "__main__":

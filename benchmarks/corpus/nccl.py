@@ -18,7 +18,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import job
+from benchmarks.corpus import fsdp, job
 from benchmarks.corpus.comm import DTYPES
 from benchmarks.corpus.plan import CasePlan
 from benchmarks.corpus.program import Coll, P2POp
@@ -31,8 +31,15 @@ PROFILING = {
     "all_gather": "nccl:_all_gather_base",
     "barrier": "nccl:all_reduce",  # ProcessGroupNCCL's barrier is an all_reduce of one element
     "all_to_all": "nccl:all_to_all",
+    "reduce_scatter": "nccl:_reduce_scatter_base",
 }
-BACKWARD_SITES = {s for s, phase in job.PHASES.items() if phase == "backward" and s not in job.P2P_SITES}
+# Collectives autograd issues (its thread): a site's phase is the same in every shape that has it.
+BACKWARD_SITES = {
+    s
+    for module in (job, fsdp)
+    for s, phase in module.PHASES.items()
+    if phase == "backward" and s not in module.P2P_SITES
+}
 
 
 def _fr_dtype(dtype: str) -> str:

@@ -1,7 +1,10 @@
 """Draw one case from a seed: layout, job shape, variants and the fault, checked by simulation.
 
-Everything random comes from ``random.Random(f"{kind}-{family}-{seed}")``, so a
-(kind, family, seed) triple always gives the same case. A drawn fault is kept
+The program shape (``megatron`` or ``fsdp``) comes from its own generator
+(``shapes.draw_shape``); everything else random from
+``random.Random(f"{kind}-{family}-{seed}")``, so a (kind, family, seed) triple
+always gives the same case, and a Megatron one the case it gave before the
+fsdp shape existed. A drawn fault is kept
 only if the simulated run neither aborts (gloo ends a process that receives
 more bytes than it expects) nor hides the fault from every dump; otherwise the
 next draw is tried.
@@ -13,7 +16,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchmarks.corpus import job
+from benchmarks.corpus import fsdp, job, shapes
 from benchmarks.corpus.comm import BRANCHES, SAME_WIDTH, Fault
 from benchmarks.corpus.families import FAMILIES
 from benchmarks.corpus.observe import Observation
@@ -28,7 +31,8 @@ COMPLETING = ("dtype_mismatch", "dtype_mismatch_branch", "alltoall_splits")
 # Families whose fault hangs or completes (a zero-element bucket completes on its own rank under gloo).
 SIZES = ("size_mismatch", "size_mismatch_branch")
 # The *_branch families: the wrong tensor comes from the neighbouring line of the gradient all_reduce's
-# function (``job.start_grad_sync``), so the culprit's call site differs from its peers' by line only.
+# function (``job.start_grad_sync``; fsdp: ``fsdp.foreach_reduce``'s reduce_scatter), so the culprit's
+# call site differs from its peers' by line only.
 BRANCH_SITE = "start_grad_sync"
 
 
@@ -74,7 +78,7 @@ class CasePlan:
     family: str
     seed: int
     layout: Layout
-    cfg: job.JobConfig
+    cfg: shapes.Config
     variants: Variants
     faults: tuple[Fault, ...]
     programs: Programs
@@ -86,6 +90,10 @@ class CasePlan:
     @property
     def topo(self) -> Topology:
         return self.programs.topo
+
+    @property
+    def shape(self) -> str:
+        return self.layout.shape
 
     @property
     def injected_ranks(self) -> list[int]:
@@ -148,6 +156,41 @@ def _draw_config(rng: random.Random, layout: Layout, kind: str) -> job.JobConfig
     )
 
 
+def _draw_fsdp_layout(rng: random.Random, kind: str, family: str) -> Layout:
+    """World, hybrid replicas, expert parallel; sometimes sharded over the default group itself."""
+    worlds = (2, 4, 4, 8, 8, 16) if kind == "gloo" else (4, 8, 16, 32, 64)
+    while True:
+        world = rng.choice(worlds)
+        if family == "two_culprits" and world < 4:
+            continue
+        replicate = rng.choice([r for r in (1, 1, 2, 4) if world // r >= 2])
+        shard = world // replicate
+        ep = rng.choice([e for e in (2, 4, 8) if shard % e == 0])
+        on_world = replicate == 1 and rng.random() < 0.5
+        return Layout(1, 1, world, ep, shape="fsdp", replicate=replicate, shard_on_world=on_world)
+
+
+def _draw_fsdp_config(rng: random.Random, layout: Layout, kind: str) -> fsdp.FsdpConfig:
+    big = kind == "gloo" and layout.world_size >= 16
+    layers = rng.randint(1, 2 if big else 3)
+    param_dtype = rng.choice(("bfloat16", "float32"))
+    return fsdp.FsdpConfig(
+        steps=rng.randint(3, 4 if big else 6),
+        microbatches=rng.randint(1, 2),
+        layers=layers,
+        dense_layers=rng.randint(0, layers - 1),
+        seq=rng.choice((16, 32, 64)),
+        hidden=rng.choice((16, 32, 64)),
+        vocab=rng.choice((128, 256)),
+        param_dtype=param_dtype,
+        reduce_dtype=rng.choice(("float32", param_dtype)),
+        experts_per_rank=rng.choice((1, 2)),
+        reshard_after_forward=rng.random() < 0.8,
+        checkpoint_every=rng.choice((0, 0, 2, 3)),
+        routing_seed=rng.randrange(1 << 30),
+    )
+
+
 def _draw_variants(rng: random.Random, kind: str, layout: Layout) -> Variants:
     if kind == "gloo":
         return Variants(
@@ -171,16 +214,19 @@ def _group_size(item: Item) -> int:
     return 0
 
 
-def _all_reduces(real: list[tuple[str, int, Item]], family: str) -> list[tuple[str, int, Item]]:
-    """The all_reduces over two or more ranks a size or dtype fault can hit; the gradient buckets only
-    for the *_branch families (the job has the other branch there)."""
+def _all_reduces(real: list[tuple[str, int, Item]], family: str, layout: Layout) -> list[tuple[str, int, Item]]:
+    """The all_reduces over two or more ranks a size or dtype fault can hit; for the *_branch families
+    the gradient reductions of the branch site only (the job has the other branch there: Megatron's
+    bucket all_reduces, fsdp's reduce_scatters)."""
+    site, ops = shapes.branch_site(layout)
+    branch = family.endswith("_branch")
     return [
         c
         for c in real
         if isinstance(c[2], Coll)
-        and c[2].op == "all_reduce"
+        and c[2].op in (ops if branch else ("all_reduce",))
         and _group_size(c[2]) >= 2
-        and (not family.endswith("_branch") or c[0] == BRANCH_SITE)
+        and (not branch or c[0] == site)
     ]
 
 
@@ -189,7 +235,7 @@ def _pick_fault(
     family: str,
     kind: str,
     topo: Topology,
-    cfg: job.JobConfig,
+    cfg: shapes.Config,
     rank: int | None = None,
     step: int | None = None,
 ) -> list[Fault]:
@@ -233,11 +279,12 @@ def _pick_fault(
     else:
         step = rng.randint(1, steps - 1)
     occ = occurrences(topo, cfg, rank, step)
+    mod = shapes.module_of(topo.layout)
 
     def phase(site: str) -> str:
         if site.startswith("extra:"):
             return {"after_backward": "backward", "before_grad_norm": "optimizer", "after_step": "between"}[site[6:]]
-        return job.PHASES[site]
+        return mod.PHASES[site]
 
     def choose(cands: list[tuple[str, int, Item]]) -> tuple[str, int, Item] | None:
         if not cands:
@@ -264,7 +311,7 @@ def _pick_fault(
         for site, index, _ in occ:
             if not site.startswith("extra:"):
                 continue
-            kind_ = job.EXTRA_POINTS[site[6:]]
+            kind_ = mod.EXTRA_POINTS[site[6:]]
             group = topo.group(kind_, rank)
             if group is not None and len(group.ranks) >= 2:
                 cands.append((site, index, kind_))
@@ -284,21 +331,13 @@ def _pick_fault(
             return []
         assert isinstance(got[2], Coll)
         return [Fault(rank, "op", step, got[0], got[1], "broadcast" if got[2].op == "all_reduce" else "all_reduce")]
-    if family in SIZES:
-        action = "size" if family == "size_mismatch" else "size_branch"
-        got = choose(_all_reduces(real, family))
-        if got is None:
-            return []
-        return [Fault(rank, action, step, got[0], got[1], rng.choice(("zero", "reshape")))]
-    if family in ("dtype_mismatch", "dtype_mismatch_branch"):
-        action = "dtype" if family == "dtype_mismatch" else "dtype_branch"
-        got = choose([c for c in _all_reduces(real, family) if c[2].in_spec.dtype in SAME_WIDTH])  # type: ignore[union-attr]
-        if got is None:
-            return []
-        assert isinstance(got[2], Coll)
-        return [Fault(rank, action, step, got[0], got[1], SAME_WIDTH[got[2].in_spec.dtype])]
+    if family in SIZES or family in ("dtype_mismatch", "dtype_mismatch_branch"):
+        return _tensor_fault(
+            rng, family, kind, topo.layout, _all_reduces(real, family, topo.layout), choose, rank, step
+        )
     if family == "alltoall_splits":
-        cands = [c for c in real if c[0] == "token_dispatch"]
+        dispatch = shapes.dispatch_site(topo.layout)
+        cands = [c for c in real if c[0] == dispatch and isinstance(c[2], Coll) and len(c[2].in_spec.shape) == 2]
         if not cands:
             return []
         site, index, item = rng.choice(cands)
@@ -317,12 +356,40 @@ def _pick_fault(
     raise ValueError(f"unknown family {family!r}")
 
 
+def _tensor_fault(
+    rng: random.Random,
+    family: str,
+    kind: str,
+    layout: Layout,
+    cands: list[tuple[str, int, Item]],
+    choose: Any,
+    rank: int,
+    step: int,
+) -> list[Fault]:
+    """A size or dtype fault (``*_branch`` too) at one of ``cands``; [] if none fits."""
+    if family in SIZES:
+        action = "size" if family == "size_mismatch" else "size_branch"
+        got = choose(cands)
+        if got is None:
+            return []
+        how = rng.choice(("zero", "reshape"))
+        if kind == "gloo" and isinstance(got[2], Coll) and got[2].op == "reduce_scatter":
+            how = "zero"  # gloo checks a reduce_scatter's shapes and aborts on a reshaped input
+        return [Fault(rank, action, step, got[0], got[1], how)]
+    action = "dtype" if family == "dtype_mismatch" else "dtype_branch"
+    got = choose([c for c in cands if c[2].in_spec.dtype in SAME_WIDTH])  # type: ignore[union-attr]
+    if got is None:
+        return []
+    assert isinstance(got[2], Coll)
+    return [Fault(rank, action, step, got[0], got[1], SAME_WIDTH[got[2].in_spec.dtype])]
+
+
 # --------------------------------------------------------------------------- #
 # What the fault is, where it diverges, and whether a dump can show it
 # --------------------------------------------------------------------------- #
 
 
-def _healthy_item(topo: Topology, cfg: job.JobConfig, f: Fault) -> Item | None:
+def _healthy_item(topo: Topology, cfg: shapes.Config, f: Fault) -> Item | None:
     for site, index, item in occurrences(topo, cfg, f.rank, f.step):
         if site == f.site and index == f.index:
             return item
@@ -340,7 +407,7 @@ def _where(c: Coll) -> dict[str, Any]:
     return {"pg_name": c.group.name, "group_desc": c.group.desc, "seq": c.seq, "op": c.op, "site": c.site}
 
 
-def _divergence(plan_topo: Topology, cfg: job.JobConfig, f: Fault, healthy: Programs, faulty: Programs) -> dict:
+def _divergence(plan_topo: Topology, cfg: shapes.Config, f: Fault, healthy: Programs, faulty: Programs) -> dict:
     """Where rank ``f.rank``'s record first differs from what its peers expect."""
     base = {"rank": f.rank}
     if f.action in ("stuck", "crash"):
@@ -377,8 +444,8 @@ def _divergence(plan_topo: Topology, cfg: job.JobConfig, f: Fault, healthy: Prog
     return {**base, **_where(item), "what": what}
 
 
-def _sentence(f: Fault, d: dict[str, Any]) -> str:
-    at = f"step {f.step}, {job.PHASES.get(f.site, 'between')} phase"
+def _sentence(f: Fault, d: dict[str, Any], phases: dict[str, str] = job.PHASES) -> str:
+    at = f"step {f.step}, {phases.get(f.site, 'between')} phase"
     where = f"{d.get('op')} on {d.get('group_desc')} (group {d.get('pg_name')}) seq {d.get('seq')}"
     if f.action == "stuck":
         return f"Rank {f.rank} sleeps (stuck in compute) before {f.site} at {at}; the first collective it never issues is {where}."
@@ -544,16 +611,29 @@ def culprits_and_visibility(
     return injected, None
 
 
-def draw(kind: str, family: str, seed: int, max_attempts: int = 60) -> CasePlan:
-    """The case for (kind, family, seed); raises PlanError if no valid draw is found."""
+def _draw_job(rng: random.Random, kind: str, family: str, shape: str) -> tuple[Layout, shapes.Config]:
+    if shape == "fsdp":
+        layout = _draw_fsdp_layout(rng, kind, family)
+        return layout, _draw_fsdp_config(rng, layout, kind)
+    layout = _draw_layout(rng, kind, family)
+    return layout, _draw_config(rng, layout, kind)
+
+
+def draw(kind: str, family: str, seed: int, max_attempts: int = 60, shape: str | None = None) -> CasePlan:
+    """The case for (kind, family, seed); raises PlanError if no valid draw is found.
+
+    ``shape`` forces the program shape (default: ``shapes.draw_shape``'s).
+    """
     if family not in FAMILIES or kind not in FAMILIES[family].kinds:
         raise PlanError(f"no {kind} cases for family {family!r}")
+    shape = shape or shapes.draw_shape(kind, family, seed)
+    if shape not in FAMILIES[family].shapes:
+        raise PlanError(f"no {shape} cases for family {family!r}")
     rng = random.Random(f"{kind}-{family}-{seed}")
     reasons: list[str] = []
     for attempt in range(1, max_attempts + 1):
-        layout = _draw_layout(rng, kind, family)
+        layout, cfg = _draw_job(rng, kind, family, shape)
         topo = Topology(layout)
-        cfg = _draw_config(rng, layout, kind)
         variants = _draw_variants(rng, kind, layout)
         if kind == "nccl" and family in COMPLETING + SIZES and variants.only_active:
             # onlyActive drops completed entries, and with them a fault that completes
@@ -587,7 +667,8 @@ def draw(kind: str, family: str, seed: int, max_attempts: int = 60) -> CasePlan:
             programs=programs,
             outcome=outcome,
             diverged=diverged,
-            sentences=[_sentence(f, d) for f, d in zip(faults, diverged, strict=True)] or ["No fault injected."],
+            sentences=[_sentence(f, d, shapes.module_of(layout).PHASES) for f, d in zip(faults, diverged, strict=True)]
+            or ["No fault injected."],
             attempts=attempt,
         )
     raise PlanError(f"no valid {kind} {family} case for seed {seed}: " + "; ".join(sorted(set(reasons))[:5]))

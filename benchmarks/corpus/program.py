@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from benchmarks.corpus import job
+from benchmarks.corpus import fsdp, job
 from benchmarks.corpus.comm import Comm, Fault, Spec
+from benchmarks.corpus.shapes import Config, module_of
 from benchmarks.corpus.topology import Group, Topology
 
 JOB_FILE = str(Path(job.__file__).resolve())
+FSDP_JOB_FILE = str(Path(fsdp.__file__).resolve())
 COMM_FILE = str(Path(sys.modules[Comm.__module__].__file__ or "").resolve())
 
 # Neutral names of this package's files in recorded stacks (real and synthetic dumps alike).
@@ -34,6 +36,7 @@ TORCH_FRAMES: dict[str, tuple[str, int]] = {
     "all_gather": ("all_gather_into_tensor", 4369),
     "barrier": ("barrier", 5228),
     "all_to_all": ("all_to_all_single", 5020),
+    "reduce_scatter": ("reduce_scatter_tensor", 4936),
     "send": ("isend", 2672),
     "recv": ("irecv", 2709),
 }
@@ -108,7 +111,7 @@ def _neutral_file(filename: str) -> str | None:
         return _NEUTRAL_CACHE[filename]
     except KeyError:
         path = str(Path(filename).resolve()) if filename.startswith("/") else filename
-        found = {JOB_FILE: NEUTRAL_JOB, COMM_FILE: NEUTRAL_COMM}.get(path)
+        found = {JOB_FILE: NEUTRAL_JOB, FSDP_JOB_FILE: NEUTRAL_JOB, COMM_FILE: NEUTRAL_COMM}.get(path)
         _NEUTRAL_CACHE[filename] = found
         return found
 
@@ -178,25 +181,26 @@ class Programs:
     """Every rank's program, plus the healthy ones (without faults) for comparison."""
 
     topo: Topology
-    cfg: job.JobConfig
+    cfg: Config
     faults: tuple[Fault, ...]
     items: dict[int, list[Item]] = field(default_factory=dict)
 
 
-def record(topo: Topology, cfg: job.JobConfig, faults: tuple[Fault, ...] | list[Fault] = ()) -> Programs:
+def record(topo: Topology, cfg: Config, faults: tuple[Fault, ...] | list[Fault] = ()) -> Programs:
     """Record every rank's program under ``faults``."""
     out = Programs(topo, cfg, tuple(faults))
+    train = module_of(topo.layout).train
     for rank in range(topo.layout.world_size):
         rec = Recorder(rank, topo, faults)
         try:
-            job.train(rec, cfg)
+            train(rec, cfg)
         except _Stop:
             pass
         out.items[rank] = rec.items
     return out
 
 
-def occurrences(topo: Topology, cfg: job.JobConfig, rank: int, step: int) -> list[tuple[str, int, Item]]:
+def occurrences(topo: Topology, cfg: Config, rank: int, step: int) -> list[tuple[str, int, Item]]:
     """(site, index, item) of every op ``rank`` issues in ``step`` of a healthy run, in order.
 
     Stall points (``get_batch``) and extra points appear with a ``Sync`` placeholder item.
@@ -221,5 +225,5 @@ def occurrences(topo: Topology, cfg: job.JobConfig, rank: int, step: int) -> lis
                 seen.append((site, self._occurrences[site] - 1, self.items[-1]))
 
     probe = _Probe(rank, topo)
-    job.train(probe, cfg)
+    module_of(topo.layout).train(probe, cfg)
     return seen

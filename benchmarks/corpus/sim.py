@@ -10,7 +10,9 @@ Two sets of rules:
   zero-element tensor, which completes at once on its own rank and leaves its
   peers waiting; an all_to_all whose receiver expects more rows than are sent
   completes; send/recv pair up in order per (sender, receiver) and a send
-  waits for its recv.
+  waits for its recv; a reduce_scatter_tensor whose input's first dimension is
+  not the group size times its output's aborts the process that issues it
+  (torch 2.13 checks shapes, not element counts; the case is not generated).
 * ``nccl`` (for the NCCL-shaped synthetic dumps): the host enqueues ops
   without waiting until a host synchronisation (``.item()``, a barrier, the
   end of training); the device runs a rank's ops in order, an op is *started*
@@ -123,6 +125,8 @@ def simulate(programs: Programs, mode: str) -> Outcome:
         return clock[rank]
 
     def issue(rank: int, item: Coll | P2PBatch) -> _Unit:
+        if gloo and isinstance(item, Coll) and item.op == "reduce_scatter":
+            _gloo_reduce_scatter_shapes(item)
         ops: list[Coll | P2POp] = [item] if isinstance(item, Coll) else list(item.ops)
         unit_entries = []
         for op in ops:
@@ -369,3 +373,12 @@ def _sizes_agree(ops: list[Coll], gloo: bool) -> bool:
     if gloo and 0 not in sizes:
         raise Abort(f"{first.op} in group {first.group.name} seq {first.seq} with byte counts {sorted(sizes)}")
     return False
+
+
+def _gloo_reduce_scatter_shapes(op: Coll) -> None:
+    """gloo's reduce_scatter_tensor checks ``output.shape[0] * group size == input.shape[0]`` and aborts."""
+    n = len(op.group.ranks)
+    if op.out_spec.shape[0] * n != op.in_spec.shape[0]:
+        raise Abort(
+            f"reduce_scatter in group {op.group.name} seq {op.seq}: input {op.in_spec.shape}, output {op.out_spec.shape}"
+        )
