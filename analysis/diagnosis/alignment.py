@@ -14,7 +14,7 @@ kept as ties, to be shown as possible causes.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,7 @@ class _Calls:
             (str(f), int(q)): (int(t), int(r), bool(tied), bool(w))
             for f, q, t, r, tied, w in zip(c["family"], c[s.SEQ], c["token"], c["row"], c["tied"], weak)
         }
+        self.majority = {(str(f), int(q)) for f, q in zip(c["family"][held], c[s.SEQ][held])}
         self.even = {(str(f), int(q)) for f, q in zip(c["family"][c["even"]], c[s.SEQ][c["even"]])}
         self.period = program.period
         by_phase = c.sort_values("phase_support", ascending=False, kind="stable").drop_duplicates(["family", "phase"])
@@ -70,6 +71,14 @@ class _Calls:
         if hit is not None and not (hit[3] and p):
             return None if hit[2] else hit[:2]
         return self.phase.get((family, seq % p)) if p else None
+
+    def basis(self, family: str, seq: int) -> str:
+        """What chose the program's call at (family, seq): ``program`` (most of the cells seen
+        there), ``usual`` (only the weaker weights of ``call_support``), else ``history``
+        (the same point of the other steps)."""
+        if (family, seq) in self.majority:
+            return "program"
+        return "usual" if (family, seq) in self.even else "history"
 
     def issued_elsewhere(self, family: str, token: int, besides: int = 0) -> bool:
         """Whether the program issues this very call at more than ``besides`` well-seen
@@ -190,7 +199,8 @@ def _first_edit(
         [p is not None and calls.issued_elsewhere(family, p[0], besides=1) for p in program],
         whole_steps=family in calls.period,
     )
-    return edit_of(cells, c, first_departure(c, codes), codes)
+    edit = edit_of(cells, c, first_departure(c, codes), codes)
+    return edit if edit is None else replace(edit, decided_by=calls.basis(family, edit.seq))
 
 
 def _calls_against(

@@ -67,7 +67,7 @@ def _mismatch(key: tuple[str, int, FailureClass, str, int], edits: list[Edit], c
     expected_row = next((e.expected_row for e in edits if e.expected_row is not None), None)
     expected = None if expected_row is None else _value(cells, expected_row, attribute)
     found = {e.rank: _value(cells, e.row, attribute) for e in edits}
-    return Mismatch(pg_key, seq, attribute, klass, tuple(sorted(found)), expected, found, "program", shift)
+    return Mismatch(pg_key, seq, attribute, klass, tuple(sorted(found)), expected, found, edits[0].decided_by, shift)
 
 
 def _tie(pg_key: str, seq: int, cells: pd.DataFrame) -> Mismatch | None:

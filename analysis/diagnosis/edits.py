@@ -25,4 +25,6 @@ class Edit:
     expected_row: int | None
     """A cell that issued the program's call at ``seq`` (None where nobody was seen there)."""
     elsewhere: bool = False
+    decided_by: str = "program"
+    """What chose the program's call the rank departs from (``Mismatch.decided_by``)."""
     """The rank's call at ``seq`` is one the program issues at another point."""

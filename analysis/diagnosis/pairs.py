@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -81,4 +82,5 @@ def _decide(histories: dict[int, list[int]], fit: Fit) -> Edit | None:
     b_to_a, a_to_b = fit(b, a), fit(a, b)
     if b_to_a[1] == a_to_b[1]:
         return None
-    return b_to_a[0] if b_to_a[1] < a_to_b[1] else a_to_b[0]
+    edit = b_to_a[0] if b_to_a[1] < a_to_b[1] else a_to_b[0]
+    return None if edit is None else replace(edit, decided_by="shift" if edit.kind == "substitute" else "off_by_one")

@@ -57,6 +57,7 @@ def _mismatch(f: Finding, where: str) -> str:
         "seen": "the group as a whole, in the same call at an earlier seq (never in the other),",
         "usual": "the program elsewhere (the same call, issued together at other seqs; never the other)",
         "counts": "the side that issued as many of the group's collectives as its level peers did",
+        "program": "the other ranks at this point of the program (of its group, and of the groups that run the same calls)",
     }.get(f.detail["decided_by"], "the majority of the group")
     text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
     shift = f.detail.get("shift", 0)
