@@ -75,10 +75,18 @@ def consensus_program(
     fam = pd.Categorical(names)
     of_key = np.append(fam.codes.astype(np.int64), -1)
     tokens = call_codes(cells, TOKEN)
-    frame = pd.DataFrame({"f": of_key[keys.codes], "q": cells[s.SEQ].to_numpy(np.int64), "t": tokens})
+    frame = pd.DataFrame(
+        {
+            "f": of_key[keys.codes],
+            "q": cells[s.SEQ].to_numpy(np.int64),
+            "t": tokens,
+            "r": cells[s.RANK].to_numpy(np.int64),
+            "k": keys.codes,
+        }
+    )
     frame["row"] = np.arange(len(frame))
     votes = frame.groupby(["f", "q", "t"], sort=True).agg(n=("row", "size"), row=("row", "first")).reset_index()
-    period = _periods(*_first_guess(votes), fam.categories)
+    period = _rank_periods(frame, fam.categories, _periods(*_first_guess(votes), fam.categories))
     p_of = np.array([period.get(str(n), 0) for n in fam.categories], dtype=np.int64)
     votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])
     votes["phase_n"] = votes.groupby(["f", "ph", "t"])["n"].transform("sum")
@@ -133,19 +141,51 @@ def _periods(fcodes: np.ndarray, seqs: np.ndarray, tokens: np.ndarray, names: pd
     starts = np.flatnonzero(np.diff(fcodes, prepend=-1))
     ends = np.append(starts[1:], len(fcodes))
     for lo, hi in zip(starts, ends):
-        q, t = seqs[lo:hi], tokens[lo:hi]
-        span = int(q[-1] - q[0]) + 1
-        if span < 2:
-            continue
-        dense = np.full(span, -1, dtype=np.int64)
-        dense[q - q[0]] = t
-        for p in range(1, min(MAX_PERIOD, span // MIN_REPEATS) + 1):
-            a, b = dense[:-p], dense[p:]
-            both = (a >= 0) & (b >= 0)
-            if both.sum() >= p and (a[both] == b[both]).mean() >= PERIOD_AGREEMENT:
-                found[str(names[fcodes[lo]])] = p
-                break
+        p = _period_of(seqs[lo:hi], tokens[lo:hi])
+        if p is not None:
+            found[str(names[fcodes[lo]])] = p
     return found
+
+
+def _period_of(q: np.ndarray, t: np.ndarray) -> int | None:
+    """The smallest period of one history (seqs ``q`` ascending, calls ``t``), if any."""
+    span = int(q[-1] - q[0]) + 1 if len(q) else 0
+    if span < 2:
+        return None
+    dense = np.full(span, -1, dtype=np.int64)
+    dense[q - q[0]] = t
+    for p in range(1, min(MAX_PERIOD, span // MIN_REPEATS) + 1):
+        a, b = dense[:-p], dense[p:]
+        both = (a >= 0) & (b >= 0)
+        if both.sum() >= p and (a[both] == b[both]).mean() >= PERIOD_AGREEMENT:
+            return p
+    return None
+
+
+RANKS_FOR_PERIOD = 4
+"""Where a family's consensus shows no period (its ranks split evenly at every position, one
+a call off the other), the histories of this many of its ranks are tried one by one."""
+
+
+def _rank_periods(frame: pd.DataFrame, names: pd.Index, found: dict[str, int]) -> dict[str, int]:
+    """``found``, and for each family without a period there, the smallest period most of its
+    longest rank histories (``RANKS_FOR_PERIOD``) repeat with."""
+    out = dict(found)
+    missing = [i for i, n in enumerate(names) if str(n) not in found]
+    if not missing:
+        return out
+    part = frame.loc[frame["f"].isin(missing).to_numpy()]
+    sizes = part.groupby(["f", "r", "k"]).size().sort_values(ascending=False, kind="stable").reset_index()
+    for f, top in sizes.groupby("f"):
+        periods = []
+        for r, k in zip(top["r"].head(RANKS_FOR_PERIOD), top["k"].head(RANKS_FOR_PERIOD)):
+            mine = part.loc[(part["f"] == f).to_numpy() & (part["r"] == r).to_numpy() & (part["k"] == k).to_numpy()]
+            mine = mine.sort_values("q")
+            periods.append(_period_of(mine["q"].to_numpy(), mine["t"].to_numpy()))
+        known = [p for p in periods if p is not None]
+        if known and len(known) * 2 >= len(periods):
+            out[str(names[f])] = min(known)
+    return out
 
 
 def _phase(seqs: np.ndarray, period: np.ndarray) -> np.ndarray:
