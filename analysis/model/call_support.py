@@ -10,14 +10,16 @@ Weighed in order, each only where all before it are equal:
 3. ``after_n``: the cells anywhere in groups of the same description that issued it right
    after the call the program issues just before this position (what follows that call
    elsewhere);
-4. ``anywhere_n``: the cells anywhere in groups of the same description that issued it
-   together with another cell of their collective (a call the program issues somewhere,
-   against one it never does; a call one rank issued alone may be the departure itself);
-5. ``site_n``: the same for its op at its call site, whatever the tensor;
-6. ``moves``: whether it moves any elements (a program does not issue a collective to move
+4. ``role_n``: the cells anywhere in the role that issued it together with another cell of
+   their collective (the calls the groups that run this program issue);
+5. ``anywhere_n``: the same in groups of the same description, whatever their role (a call
+   the program issues somewhere, against one it never does; a call one rank issued alone
+   may be the departure itself, so it does not count);
+6. ``site_n``: the same for its op at its call site, whatever the tensor;
+7. ``moves``: whether it moves any elements (a program does not issue a collective to move
    nothing; an empty tensor is a bug upstream).
 
-Where all six are equal the position stays tied: the program is not known there.
+Where all seven are equal the position stays tied: the program is not known there.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from .. import schema as s
 from .cells import COLLECTIVE
 from .families import call_codes
 
-WEIGHED = ("here_n", "phase_n", "after_n", "anywhere_n", "site_n", "moves")
+WEIGHED = ("here_n", "phase_n", "after_n", "role_n", "anywhere_n", "site_n", "moves")
 
 
 def contested(votes: pd.DataFrame, keys: tuple[str, ...]) -> np.ndarray:
@@ -47,9 +49,9 @@ def contested(votes: pd.DataFrame, keys: tuple[str, ...]) -> np.ndarray:
 
 
 def weigh_contested(
-    votes: pd.DataFrame, cells: pd.DataFrame, tokens: np.ndarray, description_of: dict[str, str]
+    votes: pd.DataFrame, cells: pd.DataFrame, tokens: np.ndarray, description_of: dict[str, str], role: np.ndarray
 ) -> None:
-    """Adds ``here_n``, and ``after_n``, ``anywhere_n``, ``site_n`` and ``moves`` to ``votes``
+    """Adds ``here_n``, and ``after_n``, ``role_n``, ``anywhere_n``, ``site_n`` and ``moves`` to ``votes``
     (f, q, t, n, row, phase_n): the weights of the rows still even on ``here_n`` and
     ``phase_n``; 0 elsewhere."""
     for col in WEIGHED[2:]:
@@ -64,6 +66,7 @@ def weigh_contested(
     site = call_codes(cells, (s.OP, s.CALL_SITE))
     rows = votes["row"].to_numpy()[even]
     together = _issued_together(cells, tokens)
+    votes.loc[votes.index[even], "role_n"] = _count(role[together], tokens[together], role[rows], tokens[rows])
     votes.loc[votes.index[even], "anywhere_n"] = _count(desc[together], tokens[together], desc[rows], tokens[rows])
     votes.loc[votes.index[even], "site_n"] = _count(desc[together], site[together], desc[rows], site[rows])
     before = _previous_call(votes, even)

@@ -91,7 +91,7 @@ def consensus_program(
     votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])
     votes["phase_n"] = votes.groupby(["f", "ph", "t"])["n"].transform("sum")
     votes["phase_seen"] = votes.groupby(["f", "ph"])["n"].transform("sum")
-    weigh_contested(votes, cells, tokens, description_of or {})
+    weigh_contested(votes, cells, tokens, description_of or {}, frame["f"].to_numpy())
     votes["tied"] = contested(votes, WEIGHED)
     votes["even"] = contested(votes, WEIGHED[:2])
     order = ["f", "q", *WEIGHED, "t"]
