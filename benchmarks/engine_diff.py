@@ -1,27 +1,53 @@
-"""The case-by-case diff of the two engines (issue 26, ``docs/one-model.md``).
+"""The case-by-case diff of this checkout's diagnosis against a git revision's.
 
-    python -m benchmarks.engine_diff [--jobs J] [--only SUBSTR] [--cases DIR ...] [--json FILE]
+    python -m benchmarks.engine_diff [--base REV] [--jobs J] [--only SUBSTR] [--cases DIR ...] [--json FILE]
 
 Every stored case (``tests/regressions``, ``tests/regressions_open``, the samples, the
-shared NVIDIA sets where present, any ``--cases`` folder of generated cases that hold a
-``truth.json``) is loaded once and diagnosed by both engines (``rules``: the tie-break
-chain; ``model``: the departures from the program). One line per case whose suspects,
-possible ranks or class differ, with each engine's grade where the case has a truth, then
-the totals: how many cases each engine passes.
+shared NVIDIA sets where present, and any ``--cases`` folder of generated cases holding a
+``truth.json``) is diagnosed by this checkout and by the revision ``--base`` (default
+``HEAD``: what the uncommitted changes do; extracted with ``git archive`` into a temporary
+folder and run from there). One line per case whose suspects, possible ranks or class
+differ, with each side's grade where the case has a truth, then how many cases each side
+passes. Both sides run in fresh interpreters, each importing its own ``analysis``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
-from concurrent.futures import ProcessPoolExecutor
+import tarfile
+import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 NVRX = REPO.parent / "shared" / "fixtures" / "nvrx"
-ENGINES = ("rules", "model")
+
+WORKER = """
+import json, sys
+import analysis
+from benchmarks.accuracy import grade_report
+out = {}
+for case in json.load(sys.stdin):
+    truth = None
+    try:
+        with open(case + "/truth.json") as f:
+            truth = json.load(f)
+    except OSError:
+        pass
+    report = analysis.analyze(case, use_cache=False).to_dict()
+    seen = {
+        "suspects": report["suspect_ranks"],
+        "possible": sorted(p["rank"] for p in report["possible_ranks"]),
+        "class": report["failure_class"],
+    }
+    if truth is not None and not truth.get("not_gradable"):
+        seen["pass"] = all(grade_report(truth, report))
+    out[case] = seen
+json.dump(out, sys.stdout)
+"""
 
 
 def stored_cases(extra: list[Path]) -> list[Path]:
@@ -30,69 +56,80 @@ def stored_cases(extra: list[Path]) -> list[Path]:
     for root in (REPO / "tests" / "regressions", REPO / "tests" / "regressions_open", *extra):
         if root.is_dir():
             found += sorted(p for p in root.iterdir() if (p / "truth.json").is_file())
-    samples = REPO / "sample_dumps"
-    found += sorted(p for p in samples.iterdir() if p.is_dir())
+    found += sorted(p for p in (REPO / "sample_dumps").iterdir() if p.is_dir())
     if NVRX.is_dir():
         found += sorted(p for p in NVRX.iterdir() if p.is_dir())
     return found
 
 
-def diagnose_both(case: Path) -> dict[str, Any]:
-    """Both engines' reports of one case, graded where it holds a truth."""
-    import analysis
-    from analysis.report.build import analyze_dumps
-    from benchmarks.accuracy import grade_report
+def checkout_of(rev: str, into: Path) -> Path:
+    """The files of revision ``rev`` of this repository, written under ``into``."""
+    archive = into / "rev.tar"
+    with archive.open("wb") as f:
+        subprocess.run(["git", "-C", str(REPO), "archive", rev], stdout=f, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "src", filter="data")
+    return into / "src"
 
-    truth_file = case / "truth.json"
-    truth = json.loads(truth_file.read_text()) if truth_file.is_file() else None
-    dumps = analysis.load(case, use_cache=False)
-    out: dict[str, Any] = {"case": str(case.relative_to(case.parents[1])), "truth": None}
-    if truth is not None and not truth.get("not_gradable"):
-        out["truth"] = {"culprits": truth["culprit_ranks"], "classes": truth["accepted_classes"]}
-    for engine in ENGINES:
-        report = analyze_dumps(dumps, engine=engine).to_dict()
-        seen = {
-            "suspects": report["suspect_ranks"],
-            "possible": sorted(p["rank"] for p in report["possible_ranks"]),
-            "class": report["failure_class"],
-        }
-        if out["truth"] is not None:
-            seen["pass"] = all(grade_report(truth, report))
-        out[engine] = seen
+
+def diagnose_all(checkout: Path, cases: list[Path], jobs: int) -> dict[str, dict[str, Any]]:
+    """Each case's suspects, possible ranks, class and grade by the ``analysis`` of ``checkout``."""
+    chunks = [cases[i::jobs] for i in range(jobs)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER],
+            cwd=checkout,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in chunks
+    ]
+    for proc, chunk in zip(procs, chunks):
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps([str(c) for c in chunk]))
+        proc.stdin.close()
+    out: dict[str, dict[str, Any]] = {}
+    for proc in procs:
+        assert proc.stdout is not None
+        out.update(json.loads(proc.stdout.read() or "{}"))
+        if proc.wait() != 0:
+            raise SystemExit(f"the diagnosis in {checkout} failed (exit {proc.returncode})")
     return out
 
 
-def _line(r: dict[str, Any]) -> str:
-    def one(e: str) -> str:
-        x = r[e]
+def _line(case: str, base: dict[str, Any], mine: dict[str, Any]) -> str:
+    def one(name: str, x: dict[str, Any]) -> str:
         grade = "" if "pass" not in x else (" PASS" if x["pass"] else " FAIL")
-        return f"{e}: {x['suspects']} possible {x['possible']} {x['class']}{grade}"
+        return f"{name}: {x['suspects']} possible {x['possible']} {x['class']}{grade}"
 
-    truth = "" if r["truth"] is None else f"  (truth {r['truth']['culprits']} {'/'.join(r['truth']['classes'])})"
-    return f"{r['case']}{truth}\n    {one('rules')}\n    {one('model')}"
+    shown = Path(case).relative_to(REPO) if Path(case).is_relative_to(REPO) else case
+    return f"{shown}\n    {one('base', base)}\n    {one('this', mine)}"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", default="HEAD", help="the git revision to compare with (default HEAD)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", default="", help="cases whose path contains this")
     ap.add_argument("--cases", type=Path, action="append", default=[], help="a folder of generated cases")
     ap.add_argument("--json", type=Path, help="write every case's result here")
     args = ap.parse_args(argv)
-    cases = [c for c in stored_cases(args.cases) if args.only in str(c)]
-    with ProcessPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(diagnose_both, cases))
-    differ = [r for r in results if {k: v for k, v in r["rules"].items()} != r["model"]]
-    for r in differ:
-        print(_line(r))
-    graded = [r for r in results if r["truth"] is not None]
-    passes = {e: sum(r[e]["pass"] for r in graded) for e in ENGINES}
+    cases = [c.resolve() for c in stored_cases(args.cases) if args.only in str(c)]
+    with tempfile.TemporaryDirectory(prefix="flightdeck-base-") as tmp:
+        base = diagnose_all(checkout_of(args.base, Path(tmp)), cases, args.jobs)
+    mine = diagnose_all(REPO, cases, args.jobs)
+    differ = [str(c) for c in cases if base[str(c)] != mine[str(c)]]
+    for c in differ:
+        print(_line(c, base[c], mine[c]))
+    graded = [str(c) for c in cases if "pass" in mine[str(c)]]
     print(
-        f"\n{len(results)} cases, {len(differ)} differ; of {len(graded)} with a truth: "
-        + ", ".join(f"{e} passes {n}" for e, n in passes.items())
+        f"\n{len(cases)} cases, {len(differ)} differ; of {len(graded)} with a truth: "
+        f"base ({args.base}) passes {sum(base[c].get('pass', False) for c in graded)}, "
+        f"this checkout passes {sum(mine[c]['pass'] for c in graded)}"
     )
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps({"base": base, "this": mine}, indent=1))
     return 0
 
 

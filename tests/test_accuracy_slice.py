@@ -51,32 +51,16 @@ SLICE = [
     ("nccl", "p2p_unposted", 1),
     ("nccl", "crash_no_dump", 1),
     ("nccl", "two_culprits", 1),
-]
-
-OPEN = [
     ("gloo", "size_mismatch_branch", 1),
     ("gloo", "dtype_mismatch_branch", 1),
     ("nccl", "size_mismatch_branch", 0),
     ("nccl", "dtype_mismatch_branch", 1),
 ]
-"""Cases today's engine misses (the suspect is exact, the class is ``desync``: the call site
-is checked before sizes and dtypes). Strict: the model of docs/one-model.md must decide them,
-and then they move to ``SLICE``."""
 
 
 @pytest.mark.parametrize(
     ("kind", "family", "seed"),
-    [pytest.param(k, f, s, id=f"{k}-{f}-{s}", marks=_real if k == "gloo" else []) for k, f, s in SLICE]
-    + [
-        pytest.param(
-            k,
-            f,
-            s,
-            id=f"{k}-{f}-{s}",
-            marks=[*(_real if k == "gloo" else []), pytest.mark.xfail(strict=True, reason="issue 26: open")],
-        )
-        for k, f, s in OPEN
-    ],
+    [pytest.param(k, f, s, id=f"{k}-{f}-{s}", marks=_real if k == "gloo" else []) for k, f, s in SLICE],
 )
 def test_case_is_diagnosed(tmp_path: Path, kind: str, family: str, seed: int) -> None:
     truth = generate_case(kind, family, seed, tmp_path)

@@ -122,6 +122,6 @@ def test_a_pair_with_nothing_to_tell_its_sides_apart_is_a_tie() -> None:
 
 
 def test_the_model_engine_names_the_samples_wrong_tensor() -> None:
-    a = run_analysis(analysis.load(SAMPLE_DUMPS / "size_mismatch", use_cache=False), engine="model")
+    a = run_analysis(analysis.load(SAMPLE_DUMPS / "size_mismatch", use_cache=False))
     first = a.mismatches[0]
     assert (first.failure_class, first.odd_ranks) == (FailureClass.SIZE_MISMATCH, (2,))

@@ -12,7 +12,8 @@ import pytest
 from cellmaker import make_cells
 
 import analysis
-from analysis.diagnosis.mismatch import attributes_that_differ, find_mismatches
+from analysis.diagnosis.mismatch import attributes_that_differ
+from analysis.diagnosis.model_mismatches import model_mismatches
 from analysis.model.families import program_families
 from benchmarks.corpus import generate_case
 
@@ -26,7 +27,7 @@ def test_every_attribute_that_differs_is_kept_with_both_values() -> None:
     rows = [{"pg_key": "1", "rank": r, "seq": 5, "sizes": "[[4]]", "call_site": "t.py:21 in f"} for r in range(3)]
     rows.append({"pg_key": "1", "rank": 3, "seq": 5, "sizes": "[[0]]", "call_site": "t.py:19 in f"})
     cells = make_cells(rows)
-    (m,) = find_mismatches(cells, program_families(cells, {"1": "dp"}))
+    (m,) = model_mismatches(cells, program_families(cells, {"1": "dp"}))
     assert attributes_that_differ(cells, m) == {
         "call_site": {"odd": {3: "t.py:19 in f"}, "others": "t.py:21 in f"},
         "input_sizes": {"odd": {3: "[[0]]"}, "others": "[[4]]"},
@@ -47,7 +48,14 @@ def test_a_wrong_tensor_from_a_neighbouring_line_shows_both(tmp_path: Path, kind
     report = analysis.analyze(tmp_path, use_cache=False)
     (culprit,) = truth["culprit_ranks"]
     assert report.suspect_ranks == [culprit]
+    assert report.failure_class == truth["accepted_classes"][0]
     first = report.evidence[0]
-    assert "call sites" in first, first
-    shown = re.search(rf"{attribute} \(rank {culprit}: (?P<theirs>[^;]+); the others: (?P<usual>[^)]+)\)", first)
+    # the class's attribute first, with both values; the call sites that differ too, with both
+    shown = re.search(
+        rf"the {attribute} differ: rank {culprit}: (?P<theirs>.+?), while .+? issued (?P<usual>.+?)\.", first
+    )
     assert shown and shown["theirs"] != shown["usual"], first
+    sites = re.search(
+        rf"call sites \(rank {culprit}: (?P<theirs>[^;]+); the others: (?P<usual>[^)]+)\) differ too", first
+    )
+    assert sites and sites["theirs"] != sites["usual"], first

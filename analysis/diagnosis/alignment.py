@@ -23,7 +23,9 @@ from .. import schema as s
 from ..model import costs
 from ..model.families import call_codes
 from ..model.program import TOKEN, Program
-from .edit_distance import MATCH, Calls, Departure, differs, first_departure
+from ..opnames import is_exchange
+from ..tables.rowkeys import pair_ids
+from .edit_distance import FUNCTION, MATCH, Calls, Departure, differs, first_departure
 from .edits import Edit
 from .pairs import settle_pairs
 
@@ -39,8 +41,8 @@ class Alignment:
 class _Calls:
     """The program's call at any position of a family: the consensus where at least half as
     many cells were seen as at its best-seen position; else (past the frontier most ranks
-    reached, where a departing rank may be the only witness) the call of that phase of the
-    step where the family has a period, else the consensus of the few seen there."""
+    reached, where a departing rank may be the only witness, and no witness of itself) the
+    call of that phase of the step where the family has a period, else unknown."""
 
     def __init__(self, program: Program, description_of_role: dict[str, str]) -> None:
         c = program.calls
@@ -68,7 +70,7 @@ class _Calls:
         """(token, row) of the program's call at (family, seq), or None if unknown or tied."""
         hit = self.known.get((family, seq))
         p = self.period.get(family)
-        if hit is not None and not (hit[3] and p):
+        if hit is not None and not hit[3]:
             return None if hit[2] else hit[:2]
         return self.phase.get((family, seq % p)) if p else None
 
@@ -87,23 +89,28 @@ class _Calls:
 
 
 def align(
-    cells: pd.DataFrame, role_of: dict[str, str], program: Program, description_of: dict[str, str] | None = None
+    cells: pd.DataFrame,
+    role_of: dict[str, str],
+    program: Program,
+    description_of: dict[str, str] | None = None,
+    tokens: np.ndarray | None = None,
 ) -> Alignment:
     """Where each rank departs from its program (one :class:`Edit` per departing (rank,
     group)), and the positions where the program itself is tied."""
     if cells.empty or program.calls.empty:
         return Alignment([], [])
-    tokens = call_codes(cells, TOKEN)
-    family = _family_of_cells(cells, role_of)
-    expected, tied = _program_token(cells, family, program)
+    tokens = call_codes(cells, TOKEN) if tokens is None else tokens
+    keys = cells[s.PG_KEY].astype("category").array
+    role_of_key = {str(k): role_of.get(str(k), str(k)) for k in keys.categories}
+    expected, tied = _program_token(cells, keys, role_of_key, program)
     off = (tokens != expected) & ~tied
     codes = _attribute_codes(cells)
     described = {role_of.get(k, k): d for k, d in (description_of or {}).items() if d}
     calls = _Calls(program, described)
     edits = [
-        _first_edit(cells, rows, tokens, codes, calls, family[rows[0]]) for rows in _departing_histories(cells, off)
+        _first_edit(cells, rows, tokens, codes, calls, role_of_key[str(keys[rows[0]])])
+        for rows in _departing_histories(cells, off)
     ]
-    role_of_key = {str(k): role_of.get(str(k), str(k)) for k in cells[s.PG_KEY].astype("category").cat.categories}
 
     def fit(mine: list[int], theirs: list[int]) -> tuple[Edit | None, float]:
         c = _calls_against(
@@ -117,36 +124,45 @@ def align(
     return Alignment(edits, ties)
 
 
-def _family_of_cells(cells: pd.DataFrame, role_of: dict[str, str]) -> np.ndarray:
-    """Each cell's role name (an object array, one lookup per group)."""
-    keys = cells[s.PG_KEY].astype("category").array
-    names = np.array([role_of.get(str(k), str(k)) for k in keys.categories] + [""], dtype=object)
-    return names[np.where(keys.codes < 0, -1, keys.codes)]
-
-
-def _program_token(cells: pd.DataFrame, family: np.ndarray, program: Program) -> tuple[np.ndarray, np.ndarray]:
+def _program_token(
+    cells: pd.DataFrame, keys: pd.Categorical, role_of_key: dict[str, str], program: Program
+) -> tuple[np.ndarray, np.ndarray]:
     """The program's token at each cell's position (-1 where unknown), and whether it is tied."""
     c = program.calls
     names = pd.Index(c["family"].cat.categories.astype(str))
-    fcodes = names.get_indexer(pd.Index(family.astype(str)))
-    width = int(max(c[s.SEQ].max(), cells[s.SEQ].max())) + 1
-    prog_key = c["family"].cat.codes.to_numpy().astype(np.int64) * width + c[s.SEQ].to_numpy().astype(np.int64)
-    cell_key = fcodes.astype(np.int64) * width + cells[s.SEQ].to_numpy().astype(np.int64)
-    order = np.argsort(prog_key, kind="stable")
-    at = np.clip(np.searchsorted(prog_key[order], cell_key), 0, len(order) - 1)
-    hit = order[at]
-    found = (prog_key[hit] == cell_key) & (fcodes >= 0)
-    token = np.where(found, c["token"].to_numpy()[hit], -1)
-    return token, found & c["tied"].to_numpy(dtype=bool)[hit]
+    per_key = names.get_indexer(pd.Index([role_of_key[str(k)] for k in keys.categories])).astype(np.int64)
+    fcodes = np.append(per_key, -1)[np.where(keys.codes < 0, -1, keys.codes)]  # one lookup per group
+    n = len(c)
+    ids = pair_ids(
+        np.concatenate([c["family"].cat.codes.to_numpy().astype(np.int64), fcodes]),
+        np.concatenate([c[s.SEQ].to_numpy().astype(np.int64), cells[s.SEQ].to_numpy().astype(np.int64)]),
+    )
+    at = np.full(int(ids.max(initial=-1)) + 1, -1, dtype=np.int64)
+    at[ids[:n]] = np.arange(n)
+    hit = at[ids[n:]]
+    found = (hit >= 0) & (fcodes >= 0)
+    token = np.where(found, c["token"].to_numpy()[np.maximum(hit, 0)], -1)
+    return token, found & c["tied"].to_numpy(dtype=bool)[np.maximum(hit, 0)]
 
 
 def _attribute_codes(cells: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Per attribute of a call, one int per cell, equal where the values are (an exchange's
-    sizes all equal: its splits differ by rank and step, as in ``call_codes``)."""
-    zero = call_codes(cells, (s.INPUT_SIZES,)) == 0
-    out = {col: call_codes(cells, (col,)) for col in TOKEN}
-    out[s.INPUT_SIZES] = np.where(zero, 0, out[s.INPUT_SIZES])
+    """Per attribute of a call, one int per cell, equal where the values are (0: missing;
+    an exchange's sizes all 0: its splits differ by rank and step, as in ``call_codes``)."""
+    out = {col: cells[col].cat.codes.to_numpy().astype(np.int64) + 1 for col in TOKEN}
+    ops = cells[s.OP].array
+    exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])
+    out[s.INPUT_SIZES] = np.where(exchange[np.where(ops.codes < 0, -1, ops.codes)], 0, out[s.INPUT_SIZES])
+    sites = cells[s.CALL_SITE].array
+    functions = pd.Categorical([_function(str(site)) for site in sites.categories])
+    out[FUNCTION] = np.append(functions.codes.astype(np.int64), -1)[np.where(sites.codes < 0, -1, sites.codes)]
     return out
+
+
+def _function(site: str) -> str:
+    """The file and function of a call site ``path:line in function`` (the site itself if
+    it has no such form)."""
+    where, _, function = site.rpartition(" in ")
+    return f"{where.rpartition(':')[0]} {function}" if where else site
 
 
 def _departing_histories(cells: pd.DataFrame, off: np.ndarray) -> list[np.ndarray]:
@@ -157,7 +173,7 @@ def _departing_histories(cells: pd.DataFrame, off: np.ndarray) -> list[np.ndarra
     rank = cells[s.RANK].to_numpy().astype(np.int64)
     key = cells[s.PG_KEY].astype("category").cat.codes.to_numpy().astype(np.int64)
     seq = cells[s.SEQ].to_numpy().astype(np.int64)
-    pair = rank * (int(key.max()) + 1) + key
+    pair = pair_ids(rank, key)
     wanted = np.unique(pair[off])
     rows = np.flatnonzero(np.isin(pair, wanted))
     rows = rows[np.lexsort((seq[rows], pair[rows]))]
@@ -255,4 +271,5 @@ def edit_of(cells: pd.DataFrame, c: Calls, d: Departure, codes: dict[str, np.nda
         row=row,
         expected_row=None if here is None else here[1],
         elsewhere=c.mine_elsewhere[d.mine],
+        shown=d.shown,
     )

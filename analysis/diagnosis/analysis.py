@@ -19,7 +19,7 @@ from ..tables.rowindex import RankRows
 from ..types import DumpSet
 from .exchange import Imbalance, find_imbalances
 from .level_counts import LevelCounts
-from .mismatch import Mismatch, find_mismatches
+from .mismatch import Mismatch
 from .model_mismatches import model_mismatches
 from .waitfor import WaitGraph, build_wait_graph
 
@@ -55,13 +55,7 @@ class Analysis:
         return not (len(cats) and all(str(c).startswith("gloo:") for c in cats))
 
 
-ENGINES = ("rules", "model")
-"""How mismatches are found: ``rules``, the tie-break chain of ``mismatch``; ``model``, the
-departures of each rank from its program (``docs/one-model.md``; the chain goes once the
-case-by-case diff says the model is as right)."""
-
-
-def run_analysis(dumps: DumpSet, engine: str = "rules") -> Analysis:
+def run_analysis(dumps: DumpSet) -> Analysis:
     """Everything up to (not including) the verdict."""
     index = build_groups(dumps)
     have_dump = set(dumps.ranks)
@@ -77,10 +71,7 @@ def run_analysis(dumps: DumpSet, engine: str = "rules") -> Analysis:
     levels = LevelCounts(
         index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
     )
-    if engine == "model":
-        mismatches = model_mismatches(cells, families)
-    else:
-        mismatches = levels.decide(find_mismatches(cells, families))
+    mismatches = model_mismatches(cells, families)
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)

@@ -27,7 +27,8 @@ from .edits import Edit
 from .mismatch import Mismatch, sizes_comparable
 
 SHIFT = {SKIP: 1, EXTRA: -1}
-"""+1: the rank issued here what the program issues at the next seq; -1: the next seq."""
+"""+1: the rank issued here what the program issues at the next seq; -1: the next seq
+(said only where a later call of the rank shows it)."""
 
 ORDER = (s.OP, s.CALL_SITE, s.INPUT_SIZES, s.INPUT_DTYPES)
 """The attribute named for a shift: the first of these that differs."""
@@ -50,7 +51,7 @@ def departures(alignment: Alignment, cells: pd.DataFrame) -> list[Mismatch]:
     grouped: dict[tuple[str, int, FailureClass, str, int], list[Edit]] = defaultdict(list)
     for e in alignment.edits:
         klass, attribute = classify(e)
-        grouped[(e.pg_key, e.seq, klass, attribute, SHIFT.get(e.kind, 0))].append(e)
+        grouped[(e.pg_key, e.seq, klass, attribute, SHIFT.get(e.kind, 0) if e.shown else 0)].append(e)
     found = [_mismatch(key, edits, cells) for key, edits in grouped.items()]
     found += [_tie(key, seq, cells) for key, seq in alignment.ties]
     found = [m for m in found if m is not None]

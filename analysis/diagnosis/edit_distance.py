@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import schema as s
 from ..model import costs
 from ..model.program import TOKEN
 
@@ -33,6 +34,9 @@ class Departure:
     """Index of the program's position there."""
     cost: float
     """Of the whole cheapest alignment."""
+    shown: bool = False
+    """A later call of the rank lines up with a known call of the program after this step (a
+    skip or an extra is then seen, not only supposed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +65,18 @@ def differs(codes: dict[str, np.ndarray], row: int, other: int) -> tuple[str, ..
     return tuple(col for col in TOKEN if codes[col][row] != codes[col][other])
 
 
-def substitution_cost(changed: tuple[str, ...]) -> float:
-    """What substituting a call that differs in ``changed`` costs (``costs.SUBSTITUTE``)."""
-    return sum(costs.SUBSTITUTE[col] for col in changed)
+FUNCTION = "function"
+"""The codes entry that names each cell's calling function (file and function of its call
+site): two call sites of one function are two lines of it."""
+
+
+def substitution_cost(changed: tuple[str, ...], same_function: bool = True) -> float:
+    """What substituting a call that differs in ``changed`` costs (``costs.SUBSTITUTE``; a
+    call site in another function costs ``costs.OTHER_FUNCTION``)."""
+    cost = sum(costs.SUBSTITUTE[col] for col in changed)
+    if s.CALL_SITE in changed and not same_function:
+        cost += costs.OTHER_FUNCTION - costs.SUBSTITUTE[s.CALL_SITE]
+    return cost
 
 
 def first_departure(c: Calls, codes: dict[str, np.ndarray]) -> Departure:
@@ -84,11 +97,24 @@ def first_departure(c: Calls, codes: dict[str, np.ndarray]) -> Departure:
                 options.append((_skip_cost(c, j) + best[i][j + 1][0], SKIP))
             options.append((_extra_cost(c, i) + best[i + 1][j][0], EXTRA))
             best[i][j] = min(options, key=lambda o: o[0])  # first of equals: the order above
+    path = _path(best, n)
+    first = next((k for k, (_, _, step) in enumerate(path) if step != MATCH), None)
+    if first is None:
+        return Departure(MATCH, n - 1, n - 1, best[0][0][0])
+    i, j, kind = path[first]
+    shown = any(step == MATCH and c.program[b] is not None for _, b, step in path[first + 1 :])
+    return Departure(kind, min(i, n - 1), j, best[0][0][0], shown)
+
+
+def _path(best: list[list[tuple[float, str]]], n: int) -> list[tuple[int, int, str]]:
+    """The steps (rank's index, program's index, step) of the cheapest alignment."""
     i = j = 0
-    while i < n and best[i][j][1] == MATCH:
-        i, j = i + 1, j + 1
-    kind = best[i][j][1] if i < n else MATCH
-    return Departure(kind, min(i, n - 1), j, best[0][0][0])
+    path = []
+    while i < n:
+        step = best[i][j][1]
+        path.append((i, j, step))
+        i, j = (i + 1, j + 1) if step in (MATCH, SUBSTITUTE) else (i, j + 1) if step == SKIP else (i + 1, j)
+    return path
 
 
 def _sub_cost(c: Calls, i: int, j: int, codes: dict[str, np.ndarray]) -> float:
@@ -101,7 +127,8 @@ def _sub_cost(c: Calls, i: int, j: int, codes: dict[str, np.ndarray]) -> float:
     near = [c.program[k] for k in (j - 1, j + 1) if 0 <= k < len(c.program) and c.program[k] is not None]
     if c.mine_elsewhere[i] or any(c.mine[i] == p[0] for p in near):
         return costs.ELSEWHERE
-    return substitution_cost(differs(codes, int(c.rows[i]), here[1]))
+    row, other = int(c.rows[i]), here[1]
+    return substitution_cost(differs(codes, row, other), codes[FUNCTION][row] == codes[FUNCTION][other])
 
 
 def _skip_cost(c: Calls, j: int) -> float:

@@ -25,6 +25,8 @@ class Edit:
     expected_row: int | None
     """A cell that issued the program's call at ``seq`` (None where nobody was seen there)."""
     elsewhere: bool = False
+    shown: bool = False
+    """A later call of the rank lines up with the program past this edit."""
     decided_by: str = "program"
     """What chose the program's call the rank departs from (``Mismatch.decided_by``)."""
     """The rank's call at ``seq`` is one the program issues at another point."""

@@ -25,13 +25,13 @@ from .counts_at import CountsAt
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
-from .history import call_text, known_site
 from .minority import cycle_minority
 from .p2p_counts import P2PCounts
 from .record_alignment import RecordAlignment, odd_ranks
 from .routines import SAME_PROGRAM_SAMPLE, Routines
 from .turns import left_the_turns
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
+from .whole_call import call_text, known_site
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,6 @@ points tell nothing.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 from ..model.families import Families, Stage, rank_programs, rank_stages
 from ..model.groups import GroupIndex, ProcessGroup
@@ -256,48 +255,3 @@ class LevelCounts:
                     counts[c] += 1
             self._by_program[(program, stage, desc)] = counts
         return self._by_program[(program, stage, desc)]
-
-    def decide(self, mismatches: list[Mismatch]) -> list[Mismatch]:
-        """Undecided ties where exactly one side issued the count its level peers did; a
-        group's later ties follow from the one decided and are left out."""
-        decided: set[str] = set()
-        out = []
-        for m in mismatches:
-            if m.decisive:
-                out.append(m)
-                continue
-            if m.pg_key in decided:
-                continue
-            found = self._decide(m)
-            if found is not None:
-                decided.add(m.pg_key)
-            out.append(found or m)
-        return out
-
-    def _decide(self, m: Mismatch) -> Mismatch | None:
-        sides: dict[str, set[int]] = {}
-        for r, v in m.found.items():
-            sides.setdefault(v, set()).add(r)
-        if len(sides) != 2:
-            return None
-        off: dict[str, int] = {}
-        for value, ranks in sides.items():
-            deltas = {self.offset(m.pg_key, r) for r in ranks}
-            if len(deltas) != 1 or None in deltas:
-                return None
-            off[value] = deltas.pop()
-        program = [v for v, d in off.items() if d == 0]
-        departed = [v for v, d in off.items() if d in (-1, 1)]
-        if len(program) != 1 or len(departed) != 1:
-            return None
-        (expected,), (odd_value,) = program, departed
-        odd = tuple(sorted(sides[odd_value]))
-        return replace(
-            m,
-            failure_class=FailureClass.DESYNC,
-            odd_ranks=odd,
-            expected=expected,
-            found={r: m.found[r] for r in odd},
-            decided_by="counts",
-            shift=1 if off[odd_value] < 0 else -1,
-        )

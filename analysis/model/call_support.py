@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..tables.rowkeys import pair_ids
 from .cells import COLLECTIVE
 from .families import call_codes
 
@@ -71,9 +72,10 @@ def weigh_contested(
     votes.loc[votes.index[even], "site_n"] = _count(desc[together], site[together], desc[rows], site[rows])
     before = _previous_call(votes, even)
     prev = _previous_token(cells, tokens)
-    pair = tokens * (int(tokens.max(initial=0)) + 2) + prev + 1
-    wanted = tokens[rows] * (int(tokens.max(initial=0)) + 2) + before + 1
-    votes.loc[votes.index[even], "after_n"] = np.where(before >= 0, _count(desc, pair, desc[rows], wanted), 0)
+    n = len(tokens)
+    pair = pair_ids(np.concatenate([tokens, tokens[rows]]), np.concatenate([prev, before]))
+    after = _count(desc, pair[:n], desc[rows], pair[n:])
+    votes.loc[votes.index[even], "after_n"] = np.where(before >= 0, after, 0)
     sizes = cells[s.INPUT_SIZES].astype(str).to_numpy()[rows]
     votes.loc[votes.index[even], "moves"] = [int(_elements(v) != 0) for v in sizes]
 
@@ -81,10 +83,8 @@ def weigh_contested(
 def _issued_together(cells: pd.DataFrame, tokens: np.ndarray) -> np.ndarray:
     """Cells whose call another cell of the same collective issued too: a call a rank issued
     alone may be the departure itself, and says nothing of the program."""
-    gid = cells[COLLECTIVE].to_numpy().astype(np.int64)
-    key = gid * (int(tokens.max(initial=0)) + 1) + tokens
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    return counts[inverse] >= 2
+    ids = pair_ids(cells[COLLECTIVE].to_numpy().astype(np.int64), tokens)
+    return np.bincount(ids)[ids] >= 2
 
 
 def _description_codes(cells: pd.DataFrame, description_of: dict[str, str]) -> np.ndarray:
@@ -95,11 +95,10 @@ def _description_codes(cells: pd.DataFrame, description_of: dict[str, str]) -> n
 
 def _count(group: np.ndarray, value: np.ndarray, at_group: np.ndarray, at_value: np.ndarray) -> np.ndarray:
     """How many cells have each (``at_group``, ``at_value``) as their (group, value)."""
-    width = int(max(value.max(initial=0), at_value.max(initial=0))) + 2
-    every, counts = np.unique(group * width + value + 1, return_counts=True)
-    wanted = at_group * width + at_value + 1
-    at = np.clip(np.searchsorted(every, wanted), 0, max(len(every) - 1, 0))
-    return np.where(every[at] == wanted, counts[at], 0) if len(every) else np.zeros(len(wanted), dtype=np.int64)
+    n = len(group)
+    ids = pair_ids(np.concatenate([group, at_group]), np.concatenate([value, at_value]))
+    counts = np.bincount(ids[:n], minlength=int(ids.max(initial=-1)) + 1)
+    return counts[ids[n:]]
 
 
 def _previous_call(votes: pd.DataFrame, even: np.ndarray) -> np.ndarray:

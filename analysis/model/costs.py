@@ -23,6 +23,12 @@ function, cheaper than either, so a branch passing a wrong tensor (sizes or dtyp
 call site: 1.5) stays cheaper than a shift (2), while a call that shares nothing but the op
 with the program's (sizes, dtypes and call site: 2.5) is a call of its own (an extra)."""
 
+OTHER_FUNCTION = 1.5
+"""A call site in another function (file and function name) instead of another line of the
+same one: the call site says where in the program the rank is, so a call from another
+function with other sizes (2.5) is dearer than the shift that explains it, while a branch of
+the same function passing a wrong tensor (1.5) is not."""
+
 SKIP = 2.0
 """The program's call was not issued; every later call of the rank lines up one position on,
 so one skip explains them all."""

@@ -72,11 +72,9 @@ def call_codes(cells: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
     return value
 
 
-def _agreed(cells: pd.DataFrame) -> Agreed:
-    """The collectives where every member issued the same op, sizes and dtypes (every member
-    that recorded the group's fullest seq), with that agreed value."""
-    value = call_codes(cells, (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES))
-    gid = cells[COLLECTIVE].to_numpy()
+def value_range(gid: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per collective id 0..n-1 of ``gid``: the lowest and highest ``value`` of its cells, and
+    its first cell (-1 for an id no cell has); low == high where all its cells agree."""
     n = int(gid.max()) + 1 if len(gid) else 0
     low = np.full(n, np.iinfo(np.int64).max)
     high = np.full(n, -1, dtype=np.int64)
@@ -84,6 +82,16 @@ def _agreed(cells: pd.DataFrame) -> Agreed:
     np.maximum.at(high, gid, value)
     first = np.full(n, -1, dtype=np.int64)
     first[gid[::-1]] = np.arange(len(gid) - 1, -1, -1)
+    return low, high, first
+
+
+def _agreed(cells: pd.DataFrame) -> Agreed:
+    """The collectives where every member issued the same op, sizes and dtypes (every member
+    that recorded the group's fullest seq), with that agreed value."""
+    value = call_codes(cells, (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES))
+    gid = cells[COLLECTIVE].to_numpy()
+    low, high, first = value_range(gid, value)
+    n = len(low)
     # every member recorded it: as many rows as the group's fullest seq (one member's row alone
     # agrees with nothing; after a skip, the rank that went on issues seqs its peers have not)
     rows_per_seq = np.bincount(gid, minlength=n)

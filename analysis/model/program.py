@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..tables.rowkeys import first_rows, group_ids
 from .call_support import WEIGHED, contested, weigh_contested
 from .families import call_codes
 
@@ -61,20 +62,24 @@ class Program:
 
 
 def consensus_program(
-    cells: pd.DataFrame, role_of: dict[str, str], description_of: dict[str, str] | None = None
+    cells: pd.DataFrame,
+    role_of: dict[str, str],
+    description_of: dict[str, str] | None = None,
+    tokens: np.ndarray | None = None,
 ) -> Program:
     """The call most cells issue at each (family, seq), with its support; folded by period.
 
     Where ranks split evenly, the calls are weighed as ``call_support`` says (the same phase
     of other steps, what follows the previous call in groups of the same description, ...);
-    a tie all leave is kept as ``tied``: the program is not known there."""
+    a tie all leave is kept as ``tied``: the program is not known there. ``tokens``: the
+    cells' ``call_codes`` over ``TOKEN``, where the caller has them."""
     if cells.empty:
         return Program(pd.DataFrame(columns=["family", s.SEQ, *TOKEN, *_COUNTS]), {})
     keys = cells[s.PG_KEY].astype("category").array  # one lookup per group, not per cell
     names = [role_of.get(str(k), str(k)) for k in keys.categories]
     fam = pd.Categorical(names)
     of_key = np.append(fam.codes.astype(np.int64), -1)
-    tokens = call_codes(cells, TOKEN)
+    tokens = call_codes(cells, TOKEN) if tokens is None else tokens
     frame = pd.DataFrame(
         {
             "f": of_key[keys.codes],
@@ -84,8 +89,7 @@ def consensus_program(
             "k": keys.codes,
         }
     )
-    frame["row"] = np.arange(len(frame))
-    votes = frame.groupby(["f", "q", "t"], sort=True).agg(n=("row", "size"), row=("row", "first")).reset_index()
+    votes = _votes(frame)
     period = _rank_periods(frame, fam.categories, _periods(*_first_guess(votes), fam.categories))
     p_of = np.array([period.get(str(n), 0) for n in fam.categories], dtype=np.int64)
     votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])
@@ -123,6 +127,19 @@ _COUNTS = ("token", "row", "support", "seen", "phase", "phase_support", "phase_s
 row of one cell that issued it, and the counts."""
 
 
+def _votes(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (f, q, t) of ``frame``'s cells, sorted: n (how many cells) and row (the
+    first of them)."""
+    ids = group_ids(frame, ["f", "q", "t"], first_seen=False)
+    n = np.bincount(ids)
+    rows = first_rows(ids, len(n))
+    votes = pd.DataFrame({"f": frame["f"].to_numpy()[rows], "q": frame["q"].to_numpy()[rows]})
+    votes["t"] = frame["t"].to_numpy()[rows]
+    votes["n"] = n
+    votes["row"] = rows
+    return votes.sort_values(["f", "q", "t"], kind="stable").reset_index(drop=True)
+
+
 def _first_guess(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Family code, seq and the commonest token of every position (ties to the lowest), to
     find the period by; only positions at least half as many cells reached as the family's
@@ -149,9 +166,9 @@ def _periods(fcodes: np.ndarray, seqs: np.ndarray, tokens: np.ndarray, names: pd
 
 def _period_of(q: np.ndarray, t: np.ndarray) -> int | None:
     """The smallest period of one history (seqs ``q`` ascending, calls ``t``), if any."""
-    span = int(q[-1] - q[0]) + 1 if len(q) else 0
-    if span < 2:
-        return None
+    span = int(q[-1]) - int(q[0]) + 1 if len(q) else 0
+    if span < 2 or span > 4 * len(q) + 2 * MAX_PERIOD:
+        return None  # seqs this sparse are no repeating history (and a dense copy would not fit)
     dense = np.full(span, -1, dtype=np.int64)
     dense[q - q[0]] = t
     for p in range(1, min(MAX_PERIOD, span // MIN_REPEATS) + 1):

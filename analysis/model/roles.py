@@ -20,13 +20,14 @@ import pandas as pd
 
 from .. import schema as s
 from .cells import COLLECTIVE
-from .families import Families, call_codes
+from .families import Families, call_codes, value_range
 
 CALL = (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
 
 
-def group_roles(cells: pd.DataFrame, families: Families) -> dict[str, str]:
-    """group key -> role name (its family's name, with ``/n`` where a family splits)."""
+def group_roles(cells: pd.DataFrame, families: Families, tokens: np.ndarray | None = None) -> dict[str, str]:
+    """group key -> role name (its family's name, with ``/n`` where a family splits);
+    ``tokens``: the cells' ``call_codes`` over op, sizes, dtypes and call site, if known."""
     role_of = dict(families.family_of)
     by_family: dict[str, list[str]] = defaultdict(list)
     for k, f in families.family_of.items():
@@ -34,7 +35,7 @@ def group_roles(cells: pd.DataFrame, families: Families) -> dict[str, str]:
     several = {f: keys for f, keys in by_family.items() if len(keys) > 1}
     if cells.empty or not several:
         return role_of
-    history = unanimous_history(cells)
+    history = unanimous_history(cells, tokens)
     for family, keys in several.items():
         ordered = sorted(keys, key=lambda k: (-len(history.get(k, {})), k))
         roles: list[tuple[list[str], dict[int, int]]] = []
@@ -72,18 +73,11 @@ def _compare(mine: dict[int, int], theirs: dict[int, int]) -> tuple[int, bool]:
     return len(shared), all(small[q] == big[q] for q in shared)
 
 
-def unanimous_history(cells: pd.DataFrame) -> dict[str, dict[int, int]]:
+def unanimous_history(cells: pd.DataFrame, tokens: np.ndarray | None = None) -> dict[str, dict[int, int]]:
     """group key -> {seq: call code} at the seqs where every cell of the group agrees (a
     rank without a dump, or past its buffer, does not vote)."""
-    token = call_codes(cells, CALL)
-    gid = cells[COLLECTIVE].to_numpy()
-    n = int(gid.max()) + 1 if len(gid) else 0
-    low = np.full(n, np.iinfo(np.int64).max)
-    high = np.full(n, -1, dtype=np.int64)
-    np.minimum.at(low, gid, token)
-    np.maximum.at(high, gid, token)
-    first = np.full(n, -1, dtype=np.int64)
-    first[gid[::-1]] = np.arange(len(gid) - 1, -1, -1)
+    token = call_codes(cells, CALL) if tokens is None else tokens
+    low, high, first = value_range(cells[COLLECTIVE].to_numpy(), token)
     ok = np.flatnonzero((low == high) & (first >= 0))
     keys = cells[s.PG_KEY].astype("category").array
     frame = pd.DataFrame({"k": keys.codes[first[ok]], "q": cells[s.SEQ].to_numpy()[first[ok]], "v": low[ok]})

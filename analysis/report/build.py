@@ -87,13 +87,10 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
     return report
 
 
-def analyze_dumps(
-    dumps: DumpSet, hosts: HostMap | None = None, earlier: DumpSet | None = None, engine: str = "rules"
-) -> Report:
-    """Analyze already-loaded dumps (and compare them with ``earlier`` dumps of the job);
-    ``engine``: how mismatches are found (see ``diagnosis.analysis.ENGINES``)."""
-    a = run_analysis(dumps, engine)
-    report = build_report(a, hosts, None if earlier is None else run_analysis(earlier, engine))
+def analyze_dumps(dumps: DumpSet, hosts: HostMap | None = None, earlier: DumpSet | None = None) -> Report:
+    """Analyze already-loaded dumps (and compare them with ``earlier`` dumps of the job)."""
+    a = run_analysis(dumps)
+    report = build_report(a, hosts, None if earlier is None else run_analysis(earlier))
     report.tables = {
         "entries": dumps.entries,
         "stacks": dumps.stacks,

@@ -48,16 +48,12 @@ def _mismatch(f: Finding, where: str) -> str:
     if f.detail["attribute"] == ISSUED:
         return _count_mismatch(f, where)
     basis = {
-        "siblings": "the sibling groups at the same point of the program",
-        "history": "the group at the same point of its earlier steps",
-        "relatives": "every other group of its kind at this seq (as at each seq this side issued)",
-        "shift": "the other side",
-        "non_empty": "the other side (a collective that moves nothing is no call of the program)",
-        "off_by_one": "the other side (one collective off it from here on, in a call both sides issue in turn)",
-        "seen": "the group as a whole, in the same call at an earlier seq (never in the other),",
-        "usual": "the program elsewhere (the same call, issued together at other seqs; never the other)",
-        "counts": "the side that issued as many of the group's collectives as its level peers did",
         "program": "the other ranks at this point of the program (of its group, and of the groups that run the same calls)",
+        "history": "the ranks of its role at the same point of their other steps",
+        "usual": "the other side (the call its role issues together elsewhere)",
+        "shift": "the other side",
+        "off_by_one": "the other side (one collective off it from here on, in a call both sides issue in turn)",
+        "counts": "the side that issued as many of the group's collectives as its level peers did",
     }.get(f.detail["decided_by"], "the majority of the group")
     text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
     shift = f.detail.get("shift", 0)

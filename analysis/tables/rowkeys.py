@@ -130,3 +130,9 @@ def equals(column: pd.Series, value: str) -> np.ndarray:
 def flag(column: pd.Series) -> np.ndarray:
     """A nullable boolean column as a plain array, missing as False."""
     return column.to_numpy(dtype=bool, na_value=False)
+
+
+def pair_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dense ids 0..n-1 per distinct (a, b) pair of two integer arrays, whatever their values
+    (a product key of hostile seqs or ranks would overflow int64)."""
+    return group_ids(pd.DataFrame({"a": a, "b": b}), ["a", "b"], first_seen=False)
