@@ -5,7 +5,7 @@ its role's program at the same position, the program does not describe that grou
 (it runs another part of the program than the groups it was put with: another pipeline
 stage whose earlier calls happened to look the same). Such a group becomes a role of its
 own and the program is taken again, once. So where every group's cells agree at every seq,
-no rank departs, and nothing more is done.
+no rank departs: only the descriptions where some group's cells differ are modelled.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ from .mismatch import Mismatch
 def model_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
     """Every rank's departure from its role's program, as mismatches (see ``departures``)."""
     tokens = call_codes(cells, TOKEN)
-    if every_collective_agrees(cells, tokens):
+    keep = descriptions_that_split(cells, tokens, families)
+    if not keep.any():
         return []  # no rank departs where its whole group issued one call: see groups_apart
+    if not keep.all():
+        cells, tokens = cells.loc[keep].reset_index(drop=True), tokens[keep]
     roles = group_roles(cells, families, tokens)
     described = families.description_of
     alignment = align(cells, roles, consensus_program(cells, roles, described, tokens), described, tokens)
@@ -39,11 +42,21 @@ def model_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
     return departures(alignment, cells)
 
 
-def every_collective_agrees(cells: pd.DataFrame, tokens: np.ndarray) -> bool:
-    """Whether every cell of each (group, seq) issued the same call."""
+def descriptions_that_split(cells: pd.DataFrame, tokens: np.ndarray, families: Families) -> np.ndarray:
+    """The cells of the descriptions where the cells of some (group, seq) issued two calls:
+    elsewhere every group's calls agree, and a group whose members all agree departs from
+    no role (it would be a role of its own). A description is kept whole: the weights of
+    ``call_support`` count over it."""
     gid = cells[COLLECTIVE].to_numpy()
     first = first_rows(gid, int(gid.max(initial=-1)) + 1)
-    return bool((tokens == tokens[first[gid]]).all())
+    split = tokens != tokens[first[gid]]
+    if not split.any():
+        return split
+    keys = cells[s.PG_KEY].astype("category").array
+    desc = [families.description_of.get(str(k)) or str(k) for k in keys.categories]
+    wanted = {desc[c] for c in np.unique(keys.codes[split]) if c >= 0}
+    per_key = np.array([d in wanted for d in desc] + [False])
+    return per_key[np.where(keys.codes < 0, -1, keys.codes)]
 
 
 def groups_apart(alignment: Alignment, cells: pd.DataFrame) -> set[str]:
