@@ -1,6 +1,6 @@
 """Layer 2 of the one model: every rank's calls aligned to its program (``docs/one-model.md``).
 
-A rank's call at (group, seq) is compared with the program's call at (the group's family,
+A rank's call at (group, seq) is compared with the program's call at (the group's role,
 seq). Where every call matches, the rank is in step and nothing more is done (array
 operations over every cell). From a rank's first call that does not match, its next calls
 in that group are aligned to the program by the cheapest edits of ``model/costs``
@@ -192,7 +192,9 @@ def _ties(cells: pd.DataFrame, tokens: np.ndarray, tied: np.ndarray) -> list[tup
     """The first tied position of each group where its cells issued more than one call."""
     if not tied.any():
         return []
-    here = pd.DataFrame({"k": cells[s.PG_KEY].astype(str).to_numpy()[tied], "q": cells[s.SEQ].to_numpy()[tied]})
+    keys = cells[s.PG_KEY].astype("category").array
+    names = np.asarray(keys.categories.astype(str), dtype=object)
+    here = pd.DataFrame({"k": names[keys.codes[tied]], "q": cells[s.SEQ].to_numpy()[tied]})
     here["t"] = tokens[tied]
     split = here.groupby(["k", "q"])["t"].nunique()
     split = split[split > 1].reset_index().sort_values("q").drop_duplicates("k")
