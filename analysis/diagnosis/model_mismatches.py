@@ -26,6 +26,7 @@ from .mismatch import Mismatch
 
 def model_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
     """Every rank's departure from its role's program, as mismatches (see ``departures``)."""
+    cells = sites_where_all_have_them(cells, families)
     tokens = call_codes(cells, TOKEN)
     keep = descriptions_that_split(cells, tokens, families)
     if not keep.any():
@@ -40,6 +41,26 @@ def model_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
         roles = {**roles, **{k: f"{roles.get(k, k)}@{k}" for k in apart}}
         alignment = align(cells, roles, consensus_program(cells, roles, described, tokens), described, tokens)
     return departures(alignment, cells)
+
+
+def sites_where_all_have_them(cells: pd.DataFrame, families: Families) -> pd.DataFrame:
+    """``cells``, with no call site in the descriptions where some cells have one and others
+    none (JSON dumps and dumps without stacks record none): a site that was not recorded
+    is no other site, so there call sites are not compared."""
+    sites = cells[s.CALL_SITE].array
+    missing = sites.codes < 0
+    if not missing.any() or missing.all():
+        return cells
+    keys = cells[s.PG_KEY].astype("category").array
+    desc = np.array([families.description_of.get(str(k)) or str(k) for k in keys.categories] + [""], dtype=object)
+    of_cell = pd.Categorical(desc[np.where(keys.codes < 0, -1, keys.codes)])
+    mixed = pd.Series(missing).groupby(of_cell.codes).agg(["any", "all"])
+    blank = mixed.index[(mixed["any"] & ~mixed["all"]).to_numpy()].to_numpy()
+    if not len(blank):
+        return cells
+    drop = np.isin(of_cell.codes, blank)
+    codes = np.where(drop, -1, sites.codes)
+    return cells.assign(**{s.CALL_SITE: pd.Categorical.from_codes(codes, sites.categories)})
 
 
 def descriptions_that_split(cells: pd.DataFrame, tokens: np.ndarray, families: Families) -> np.ndarray:
