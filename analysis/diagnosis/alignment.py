@@ -46,8 +46,7 @@ class _Calls:
 
     def __init__(self, program: Program, description_of_role: dict[str, str]) -> None:
         c = program.calls
-        most = c.groupby("family", observed=True)["seen"].transform("max").to_numpy()
-        weak = c["seen"].to_numpy() * 2 < most
+        weak = c["weak"].to_numpy(dtype=bool)
         self.description_of_role = description_of_role
         self.issued: dict[str, Counter[int]] = {}
         held = ~weak & (c["support"].to_numpy() * 2 > c["seen"].to_numpy())  # a majority's call
@@ -107,10 +106,11 @@ def align(
     codes = _attribute_codes(cells)
     described = {role_of.get(k, k): d for k, d in (description_of or {}).items() if d}
     calls = _Calls(program, described)
-    edits = [
+    found = (
         _first_edit(cells, rows, tokens, codes, calls, role_of_key[str(keys[rows[0]])])
-        for rows in _departing_histories(cells, off)
-    ]
+        for rows in _departing_histories(cells, keys, off)
+    )
+    edits = [e for e in found if e is not None]
 
     def fit(mine: list[int], theirs: list[int]) -> tuple[Edit | None, float]:
         c = _calls_against(
@@ -119,8 +119,8 @@ def align(
         d = first_departure(c, codes)
         return edit_of(cells, c, d, codes), d.cost
 
-    even = {(k, q) for k, q in ((e.pg_key, e.seq) for e in edits if e is not None) if (role_of_key[k], q) in calls.even}
-    edits, ties = settle_pairs([e for e in edits if e is not None], _ties(cells, tokens, tied), even, cells, fit)
+    even = {(e.pg_key, e.seq) for e in edits if (role_of_key[e.pg_key], e.seq) in calls.even}
+    edits, ties = settle_pairs(edits, _ties(cells, keys, tokens, tied), even, cells, fit)
     return Alignment(edits, ties)
 
 
@@ -165,15 +165,14 @@ def _function(site: str) -> str:
     return f"{where.rpartition(':')[0]} {function}" if where else site
 
 
-def _departing_histories(cells: pd.DataFrame, off: np.ndarray) -> list[np.ndarray]:
+def _departing_histories(cells: pd.DataFrame, keys: pd.Categorical, off: np.ndarray) -> list[np.ndarray]:
     """For each (rank, group) with a call off the program: the rows of its calls in that
     group from the first such call on, in seq order, at most ``HORIZON`` of them."""
     if not off.any():
         return []
     rank = cells[s.RANK].to_numpy().astype(np.int64)
-    key = cells[s.PG_KEY].astype("category").cat.codes.to_numpy().astype(np.int64)
     seq = cells[s.SEQ].to_numpy().astype(np.int64)
-    pair = pair_ids(rank, key)
+    pair = pair_ids(rank, keys.codes.astype(np.int64))
     wanted = np.unique(pair[off])
     rows = np.flatnonzero(np.isin(pair, wanted))
     rows = rows[np.lexsort((seq[rows], pair[rows]))]
@@ -188,11 +187,10 @@ def _departing_histories(cells: pd.DataFrame, off: np.ndarray) -> list[np.ndarra
     return out
 
 
-def _ties(cells: pd.DataFrame, tokens: np.ndarray, tied: np.ndarray) -> list[tuple[str, int]]:
+def _ties(cells: pd.DataFrame, keys: pd.Categorical, tokens: np.ndarray, tied: np.ndarray) -> list[tuple[str, int]]:
     """The first tied position of each group where its cells issued more than one call."""
     if not tied.any():
         return []
-    keys = cells[s.PG_KEY].astype("category").array
     names = np.asarray(keys.categories.astype(str), dtype=object)
     here = pd.DataFrame({"k": names[keys.codes[tied]], "q": cells[s.SEQ].to_numpy()[tied]})
     here["t"] = tokens[tied]
@@ -236,16 +234,14 @@ def _calls_against(
     program: list[tuple[int, int] | None] = [(int(tokens[r]), r) for r in program_rows]
     both = Counter(mine) + Counter(p[0] for p in program if p is not None)
     lines = Counter(_line(codes, int(r)) for r in [*rows, *program_rows])
+    mine_elsewhere = [calls.issued_elsewhere(family, t) or both[t] > 1 for t in mine]
     return Calls(
         mine,
         rows,
         program + [None] * (len(mine) + costs.BAND),
-        [calls.issued_elsewhere(family, t) or both[t] > 1 for t in mine],
+        mine_elsewhere,
         [calls.issued_elsewhere(family, t, besides=1) or both[t] > 1 or lines[_line(codes, r)] > 1 for t, r in program],
-        [
-            calls.issued_elsewhere(family, t) or both[t] > 1 or lines[_line(codes, int(r))] > 1
-            for t, r in zip(mine, rows)
-        ],
+        [known or lines[_line(codes, int(r))] > 1 for known, r in zip(mine_elsewhere, rows)],
         whole_steps=family in calls.period,
     )
 

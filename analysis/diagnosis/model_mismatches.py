@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import schema as s
 from ..model.cells import COLLECTIVE
-from ..model.families import Families, call_codes
+from ..model.families import Families, call_codes, description_codes
 from ..model.program import TOKEN, consensus_program
 from ..model.roles import group_roles
 from ..tables.rowkeys import first_rows
@@ -51,15 +51,12 @@ def sites_where_all_have_them(cells: pd.DataFrame, families: Families) -> pd.Dat
     missing = sites.codes < 0
     if not missing.any() or missing.all():
         return cells
-    keys = cells[s.PG_KEY].astype("category").array
-    desc = np.array([families.description_of.get(str(k)) or str(k) for k in keys.categories] + [""], dtype=object)
-    of_cell = pd.Categorical(desc[np.where(keys.codes < 0, -1, keys.codes)])
-    mixed = pd.Series(missing).groupby(of_cell.codes).agg(["any", "all"])
+    desc = description_codes(cells, families.description_of)
+    mixed = pd.Series(missing).groupby(desc).agg(["any", "all"])
     blank = mixed.index[(mixed["any"] & ~mixed["all"]).to_numpy()].to_numpy()
     if not len(blank):
         return cells
-    drop = np.isin(of_cell.codes, blank)
-    codes = np.where(drop, -1, sites.codes)
+    codes = np.where(np.isin(desc, blank), -1, sites.codes)
     return cells.assign(**{s.CALL_SITE: pd.Categorical.from_codes(codes, sites.categories)})
 
 
@@ -73,11 +70,9 @@ def descriptions_that_split(cells: pd.DataFrame, tokens: np.ndarray, families: F
     split = tokens != tokens[first[gid]]
     if not split.any():
         return split
-    keys = cells[s.PG_KEY].astype("category").array
-    desc = [families.description_of.get(str(k)) or str(k) for k in keys.categories]
-    wanted = {desc[c] for c in np.unique(keys.codes[split]) if c >= 0}
-    per_key = np.array([d in wanted for d in desc] + [False])
-    return per_key[np.where(keys.codes < 0, -1, keys.codes)]
+    desc = description_codes(cells, families.description_of)
+    wanted = np.unique(desc[split])
+    return np.isin(desc, wanted[wanted >= 0])
 
 
 def groups_apart(alignment: Alignment, cells: pd.DataFrame) -> set[str]:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import schema as s
 from ..model import costs
+from .edit_distance import SUBSTITUTE
 from .edits import Edit
 
 Fit = Callable[[list[int], list[int]], tuple[Edit | None, float]]
@@ -83,4 +84,4 @@ def _decide(histories: dict[int, list[int]], fit: Fit) -> Edit | None:
     if b_to_a[1] == a_to_b[1]:
         return None
     edit = b_to_a[0] if b_to_a[1] < a_to_b[1] else a_to_b[0]
-    return None if edit is None else replace(edit, decided_by="shift" if edit.kind == "substitute" else "off_by_one")
+    return None if edit is None else replace(edit, decided_by="shift" if edit.kind == SUBSTITUTE else "off_by_one")

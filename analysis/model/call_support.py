@@ -33,7 +33,7 @@ import pandas as pd
 from .. import schema as s
 from ..tables.rowkeys import pair_ids
 from .cells import COLLECTIVE
-from .families import call_codes
+from .families import call_codes, description_codes
 
 WEIGHED = ("here_n", "phase_n", "after_n", "role_n", "anywhere_n", "site_n", "moves")
 
@@ -53,17 +53,15 @@ def weigh_contested(
     votes: pd.DataFrame, cells: pd.DataFrame, tokens: np.ndarray, description_of: dict[str, str], role: np.ndarray
 ) -> None:
     """Adds ``here_n``, and ``after_n``, ``role_n``, ``anywhere_n``, ``site_n`` and ``moves`` to ``votes``
-    (f, q, t, n, row, phase_n): the weights of the rows still even on ``here_n`` and
+    (f, q, t, n, row, weak, phase_n): the weights of the rows still even on ``here_n`` and
     ``phase_n``; 0 elsewhere."""
     for col in WEIGHED[2:]:
         votes[col] = 0
-    seen = votes.groupby(["f", "q"])["n"].transform("sum").to_numpy()
-    most = pd.Series(seen).groupby(votes["f"].to_numpy()).transform("max").to_numpy()
-    votes["here_n"] = np.where(seen * 2 >= most, votes["n"].to_numpy(), 0)
+    votes["here_n"] = np.where(votes["weak"].to_numpy(), 0, votes["n"].to_numpy())
     even = np.flatnonzero(contested(votes, ("here_n", "phase_n")))
     if not len(even):
         return
-    desc = _description_codes(cells, description_of)
+    desc = description_codes(cells, description_of)
     site = call_codes(cells, (s.OP, s.CALL_SITE))
     rows = votes["row"].to_numpy()[even]
     together = _issued_together(cells, tokens)
@@ -85,12 +83,6 @@ def _issued_together(cells: pd.DataFrame, tokens: np.ndarray) -> np.ndarray:
     alone may be the departure itself, and says nothing of the program."""
     ids = pair_ids(cells[COLLECTIVE].to_numpy().astype(np.int64), tokens)
     return np.bincount(ids)[ids] >= 2
-
-
-def _description_codes(cells: pd.DataFrame, description_of: dict[str, str]) -> np.ndarray:
-    keys = cells[s.PG_KEY].astype("category").array
-    names = pd.Categorical([description_of.get(str(k)) or str(k) for k in keys.categories])
-    return np.append(names.codes.astype(np.int64), -1)[keys.codes]
 
 
 def _count(group: np.ndarray, value: np.ndarray, at_group: np.ndarray, at_value: np.ndarray) -> np.ndarray:

@@ -72,6 +72,14 @@ def call_codes(cells: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
     return value
 
 
+def description_codes(cells: pd.DataFrame, description_of: dict[str, str]) -> np.ndarray:
+    """One int per cell, equal for cells of groups of one description (a group without one
+    is its own); -1 for a cell without a group key."""
+    keys = cells[s.PG_KEY].astype("category").array
+    names = pd.Categorical([description_of.get(str(k)) or str(k) for k in keys.categories])
+    return np.append(names.codes.astype(np.int64), -1)[np.where(keys.codes < 0, -1, keys.codes)]
+
+
 def value_range(gid: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per collective id 0..n-1 of ``gid``: the lowest and highest ``value`` of its cells, and
     its first cell (-1 for an id no cell has); low == high where all its cells agree."""
@@ -102,11 +110,6 @@ def _agreed(cells: pd.DataFrame) -> Agreed:
     ok = np.flatnonzero((low == high) & (rows_per_seq == fullest[key_codes]))
     seqs = cells[s.SEQ].to_numpy()[first[ok]]
     return key_codes[ok], seqs, low[ok], keys.categories
-
-
-def agreed_history(cells: pd.DataFrame) -> dict[str, dict[int, int]]:
-    """group key -> {seq: its agreed (op, sizes, dtypes) code} where every member agreed."""
-    return _history_by_key(_agreed(cells))
 
 
 def _history_by_key(agreed: Agreed) -> dict[str, dict[int, int]]:

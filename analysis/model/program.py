@@ -20,6 +20,7 @@ cells at scale).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +49,8 @@ class Program:
 
     calls: pd.DataFrame
     """family, seq, op, input sizes, input dtypes, call site (the consensus call), token,
-    row, support, seen, phase (seq mod the family's period; the seq where it has none),
+    row, support, seen, weak (fewer than half as many cells seen as at the family's
+    best-seen position: past the frontier most ranks reached), phase (seq mod the family's period; the seq where it has none),
     phase_support, phase_seen (the same counts over every position of that phase), tied
     (another call has as much support on every weight of ``call_support``), even (as much
     here and in the history: only the weaker weights chose)."""
@@ -90,6 +92,8 @@ def consensus_program(
         }
     )
     votes = _votes(frame)
+    votes["seen"] = votes.groupby(["f", "q"])["n"].transform("sum")
+    votes["weak"] = votes["seen"].to_numpy() * 2 < votes.groupby("f")["seen"].transform("max").to_numpy()
     period = _rank_periods(frame, fam.categories, _periods(*_first_guess(votes), fam.categories))
     p_of = np.array([period.get(str(n), 0) for n in fam.categories], dtype=np.int64)
     votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])
@@ -109,7 +113,8 @@ def consensus_program(
             "token": best["t"].to_numpy(),
             "row": best["row"].to_numpy(),
             "support": best["n"].to_numpy(),
-            "seen": votes.groupby(["f", "q"], sort=True)["n"].sum().to_numpy(),  # sorted as best
+            "seen": best["seen"].to_numpy(),
+            "weak": best["weak"].to_numpy(dtype=bool),
             "phase": best["ph"].to_numpy(),
             "phase_support": best["phase_n"].to_numpy(),
             "phase_seen": best["phase_seen"].to_numpy(),
@@ -122,7 +127,7 @@ def consensus_program(
     return Program(out, period)
 
 
-_COUNTS = ("token", "row", "support", "seen", "phase", "phase_support", "phase_seen", "tied", "even")
+_COUNTS = ("token", "row", "support", "seen", "weak", "phase", "phase_support", "phase_seen", "tied", "even")
 """The columns beside the call: its token (equal for equal calls of one cells table), the
 row of one cell that issued it, and the counts."""
 
@@ -192,15 +197,19 @@ def _rank_periods(frame: pd.DataFrame, names: pd.Index, found: dict[str, int]) -
     if not missing:
         return out
     part = frame.loc[frame["f"].isin(missing).to_numpy()]
-    sizes = part.groupby(["f", "r", "k"]).size().sort_values(ascending=False, kind="stable").reset_index()
-    for f, top in sizes.groupby("f"):
-        periods = []
-        for r, k in zip(top["r"].head(RANKS_FOR_PERIOD), top["k"].head(RANKS_FOR_PERIOD)):
-            mine = part.loc[(part["f"] == f).to_numpy() & (part["r"] == r).to_numpy() & (part["k"] == k).to_numpy()]
-            mine = mine.sort_values("q")
-            periods.append(_period_of(mine["q"].to_numpy(), mine["t"].to_numpy()))
-        known = [p for p in periods if p is not None]
-        if known and len(known) * 2 >= len(periods):
+    ids = group_ids(part, ["f", "r", "k"], first_seen=False)  # one id per rank history
+    n = np.bincount(ids)
+    first = first_rows(ids, len(n))
+    ranked = pd.DataFrame({c: part[c].to_numpy()[first] for c in ("f", "r", "k")}).assign(n=n, id=np.arange(len(n)))
+    ranked = ranked.sort_values(["n", "f", "r", "k"], ascending=[False, True, True, True], kind="stable")
+    longest = ranked.groupby("f").head(RANKS_FOR_PERIOD)["id"].to_numpy()
+    chosen = part.assign(id=ids).loc[np.isin(ids, longest)].sort_values("q", kind="stable")
+    periods: dict[int, list[int | None]] = defaultdict(list)
+    for (f, _), history in chosen.groupby(["f", "id"]):
+        periods[int(f)].append(_period_of(history["q"].to_numpy(), history["t"].to_numpy()))
+    for f, found_f in periods.items():
+        known = [p for p in found_f if p is not None]
+        if known and len(known) * 2 >= len(found_f):
             out[str(names[f])] = min(known)
     return out
 

@@ -56,14 +56,11 @@ def group_roles(cells: pd.DataFrame, families: Families, tokens: np.ndarray | No
 def _home(mine: dict[int, int], roles: list[tuple[list[str], dict[int, int]]]) -> tuple | None:
     """The role whose calls agree with ``mine`` on the most shared seqs; where no role shares
     a seq with it, the first; None where every role that shares one differs."""
-    best, most = None, 0
-    for role in roles:
-        shared, same = _compare(mine, role[1])
-        if shared and same and shared > most:
-            best, most = role, shared
-    if best is None and roles and not any(_compare(mine, r[1])[0] for r in roles):
-        return roles[0]
-    return best
+    compared = [_compare(mine, role[1]) for role in roles]
+    agreeing = [(shared, i) for i, (shared, same) in enumerate(compared) if shared and same]
+    if agreeing:
+        return roles[min(agreeing, key=lambda a: (-a[0], a[1]))[1]]
+    return roles[0] if roles and not any(shared for shared, _ in compared) else None
 
 
 def _compare(mine: dict[int, int], theirs: dict[int, int]) -> tuple[int, bool]:
