@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,29 +73,29 @@ def checkout_of(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def diagnose_all(checkout: Path, cases: list[Path], jobs: int) -> dict[str, dict[str, Any]]:
-    """Each case's suspects, possible ranks, class and grade by the ``analysis`` of ``checkout``."""
+def diagnose_all(checkout: Path, cases: list[Path], jobs: int, timeout_s: float) -> dict[str, dict[str, Any]]:
+    """Each case's suspects, possible ranks, class and grade by the ``analysis`` of
+    ``checkout``; every worker is killed, and the run stops, past ``timeout_s``."""
     chunks = [cases[i::jobs] for i in range(jobs)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER],
-            cwd=checkout,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
+            [sys.executable, "-c", WORKER], cwd=checkout, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
         for _ in chunks
     ]
-    for proc, chunk in zip(procs, chunks):
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps([str(c) for c in chunk]))
-        proc.stdin.close()
+    deadline = time.monotonic() + timeout_s
     out: dict[str, dict[str, Any]] = {}
-    for proc in procs:
-        assert proc.stdout is not None
-        out.update(json.loads(proc.stdout.read() or "{}"))
-        if proc.wait() != 0:
-            raise SystemExit(f"the diagnosis in {checkout} failed (exit {proc.returncode})")
+    try:
+        for proc, chunk in zip(procs, chunks):
+            text, _ = proc.communicate(json.dumps([str(c) for c in chunk]), timeout=max(deadline - time.monotonic(), 0))
+            if proc.returncode != 0:
+                raise SystemExit(f"the diagnosis in {checkout} failed (exit {proc.returncode})")
+            out.update(json.loads(text or "{}"))
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"the diagnosis in {checkout} took over {timeout_s:.0f} s; its workers were stopped") from None
+    finally:
+        for proc in procs:
+            proc.kill()
     return out
 
 
@@ -114,11 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="cases whose path contains this")
     ap.add_argument("--cases", type=Path, action="append", default=[], help="a folder of generated cases")
     ap.add_argument("--json", type=Path, help="write every case's result here")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds each side may take (default 3600)")
     args = ap.parse_args(argv)
     cases = [c.resolve() for c in stored_cases(args.cases) if args.only in str(c)]
     with tempfile.TemporaryDirectory(prefix="flightdeck-base-") as tmp:
-        base = diagnose_all(checkout_of(args.base, Path(tmp)), cases, args.jobs)
-    mine = diagnose_all(REPO, cases, args.jobs)
+        base = diagnose_all(checkout_of(args.base, Path(tmp)), cases, args.jobs, args.timeout)
+    mine = diagnose_all(REPO, cases, args.jobs, args.timeout)
     differ = [str(c) for c in cases if base[str(c)] != mine[str(c)]]
     for c in differ:
         print(_line(c, base[c], mine[c]))
