@@ -153,12 +153,12 @@ def _attribute_codes(cells: pd.DataFrame) -> dict[str, np.ndarray]:
     exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])
     out[s.INPUT_SIZES] = np.where(exchange[np.where(ops.codes < 0, -1, ops.codes)], 0, out[s.INPUT_SIZES])
     sites = cells[s.CALL_SITE].array
-    functions = pd.Categorical([_function(str(site)) for site in sites.categories])
+    functions = pd.Categorical([function_of(str(site)) for site in sites.categories])
     out[FUNCTION] = np.append(functions.codes.astype(np.int64), -1)[np.where(sites.codes < 0, -1, sites.codes)]
     return out
 
 
-def _function(site: str) -> str:
+def function_of(site: str) -> str:
     """The file and function of a call site ``path:line in function`` (the site itself if
     it has no such form)."""
     where, _, function = site.rpartition(" in ")

@@ -49,9 +49,9 @@ class Kind(enum.StrEnum):
     """A rank wrote no dump, and its peers wait for it."""
     P2P_UNMATCHED = "p2p_unmatched"
     """A rank never posted the send/recv matching a peer's pending one."""
-    RECORD_SHORT = "record_short"
-    """A rank's records are one short of another rank's of its program and stage from one
-    record on: it skipped that collective or send/recv (or the other added it)."""
+    RECORD_EDIT = "record_edit"
+    """A rank's newest records depart from those the ranks of its program hold at the same
+    record numbers: it skipped a call of theirs, added one, or issued another in its place."""
     P2P_MISCOUNT = "p2p_miscount"
     """A rank posted fewer (or more) send/recvs of a group than the ranks at its stage of
     sibling groups had at the same point: it skipped (or added) one."""

@@ -58,6 +58,10 @@ UNKNOWN = 0.0
 """A position of the program nobody was seen at (past every rank's history, with no step
 period to tell it): nothing to compare, nothing to explain."""
 
+ONE_EDIT = ELSEWHERE
+"""The dearest alignment that is one edit: a rank whose records need more against those of
+the ranks it was grouped with runs another program than they do, and they cannot judge it."""
+
 HORIZON = 16
 """The rank's calls weighed after its first departure from the program: the first edit is
 what the class rests on, and a shift shows within a few calls."""

@@ -176,24 +176,21 @@ def _p2p_miscount(f: Finding, where: str) -> str:
     )
 
 
-def _record_short(f: Finding, where: str) -> str:
+def _record_edit(f: Finding, where: str) -> str:
     d = f.detail
-    what = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
-    if "against" in d:
-        lead = "ahead of" if d["added"] else "behind"
-        return (
-            f"From record {d['record_id']} on, rank {f.rank}'s records stand one {lead} those of "
-            f"{ranks_text(d['against'])}, of its program and stage, which agree with each other: rank "
-            f"{d['long']}'s record {d['record_id']} is {what}, which rank {f.rank} "
-            + ("added." if d["added"] else "skipped.")
-        )
-    head = (
-        f"From record {d['record_id']} on, rank {d['short']} holds at each record number what rank {d['long']}, "
-        f"of its program and stage, holds at the next: rank {d['long']}'s record {d['record_id']} is {what}"
-    )
-    if d["added"]:
-        return head + f", a call rank {d['short']} never issues: rank {f.rank} added it."
-    return head + f", a call rank {d['short']} issues too, later: rank {f.rank} skipped it."
+    mates = f"the ranks of its program ({ranks_text(d['against'])})"
+    call = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    if d["edit"] == "skip":
+        text = f"Rank {f.rank} skipped {call}: at its record {d['record_id']} {mates} hold that call ({d['expected']})"
+        text += ", and its later records line up with theirs one record on" if d["shown"] else ""
+        waiting = [r for r in f.waiters if r != f.rank]
+        verb = "waits" if len(waiting) == 1 else "wait"
+        return text + (f"; {ranks_text(waiting)} {verb} for it." if waiting else ".")
+    if d["edit"] == "extra":
+        text = f"Rank {f.rank} added {call} as its record {d['record_id']}, a call {mates} do not hold there"
+        return text + (", and its later records line up with theirs one record back." if d["shown"] else ".")
+    differ = ", ".join(d["differs"]) or "the call"
+    return f"At its record {d['record_id']} rank {f.rank} issued {call} where {mates} issue {d['expected']} ({differ} differ)."
 
 
 def _straggler(f: Finding, where: str) -> str:
@@ -429,7 +426,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.NO_DUMP: _no_dump,
     Kind.P2P_UNMATCHED: _p2p_unmatched,
     Kind.P2P_MISCOUNT: _p2p_miscount,
-    Kind.RECORD_SHORT: _record_short,
+    Kind.RECORD_EDIT: _record_edit,
     Kind.STALLED: _stalled,
     Kind.SIZES_DO_NOT_ADD_UP: _sizes_do_not_add_up,
     Kind.ABSENT: _absent,
