@@ -128,7 +128,17 @@ def map_engine(args: argparse.Namespace) -> MapEngine | None:
     return DaskEngine(args.dask, scratch=args.dask_scratch, scratch_threshold_bytes=above)
 
 
+SERVERS = ("mcp", "serve")
+"""``flightdeck mcp --root DIR``, ``flightdeck serve --root DIR``: see ``analysis.service``
+(a dump folder of either name is given as ``./mcp``)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SERVERS:
+        from .service.main import main as serve_main
+
+        return serve_main(argv)
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
     if not path and args.proxy_ops:
