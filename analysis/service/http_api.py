@@ -24,10 +24,11 @@ PathQ = Annotated[str, Query(description="a folder (or one dump file) under the 
 Answer = dict[str, Any]
 
 
-def respond(call: Callable[[], Answer], what: str) -> Answer | JSONResponse:
-    """``call()``'s answer, or the error response for what went wrong."""
+def respond(call: Callable[[], Answer], what: str) -> JSONResponse:
+    """``call()``'s answer (JSON-ready already: sent as it is, not re-encoded by FastAPI), or
+    the error response for what went wrong."""
     try:
-        return call()
+        return JSONResponse(call())
     except Busy as exc:
         return JSONResponse({"error": str(exc)}, status_code=503)
     except Refused as exc:

@@ -10,6 +10,7 @@ opened: a symlink such as ``rank_3 -> /etc/passwd`` becomes a per-file error, no
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 from ..types import DumpFile, FileError, Limits
@@ -41,6 +42,7 @@ class ServiceLimits:
 
 
 FILE_OUTSIDE = "not read: it resolves outside the root (a symlink out of it?)"
+NOT_A_FILE = "not read: not a regular file (a pipe, a device or a socket)"
 
 
 class Root:
@@ -54,10 +56,7 @@ class Root:
 
     def within(self, real: str) -> bool:
         """``real`` (a resolved path) is the root or lies below it."""
-        try:
-            return os.path.commonpath([real, self.path]) == self.path
-        except ValueError:
-            return False
+        return real == self.path or real.startswith(self.path.rstrip(os.sep) + os.sep)
 
     def resolve(self, path: str) -> str:
         """The real location of a requested folder or file, or :class:`Refused`."""
@@ -95,16 +94,18 @@ class Root:
         refused: list[FileError] = []
         total = 0
         for f in files:
-            real = os.path.realpath(f.path)
-            if not self.within(real):
-                refused.append(FileError(f.path, FILE_OUTSIDE))
-                continue
             try:
-                total += os.stat(real).st_size
+                real, st = self._real_file(f.path)
             except OSError as exc:
                 refused.append(FileError(f.path, f"not read: {exc.strerror or exc}"))
                 continue
-            ok.append(DumpFile(real, f.rank))
+            if real is None:
+                refused.append(FileError(f.path, FILE_OUTSIDE))
+            elif not stat.S_ISREG(st.st_mode):
+                refused.append(FileError(f.path, NOT_A_FILE))
+            else:
+                total += st.st_size
+                ok.append(DumpFile(real, f.rank))
         if total > self.limits.max_bytes:
             where = os.path.commonpath([f.path for f in ok]) if len(ok) > 1 else ok[0].path
             raise Refused(
@@ -112,6 +113,18 @@ class Root:
                 f"{self.limits.max_bytes:,} one request may read (limit --max-mb)"
             )
         return ok, refused
+
+    def _real_file(self, path: str) -> tuple[str | None, os.stat_result]:
+        """The file's real location (None: outside the root) and its status.
+
+        The files come from walking a resolved folder under the root without following
+        links, so only the file itself can be a link: resolved only then (``realpath`` on
+        every file of a large set costs more than the rest of a cached answer)."""
+        st = os.lstat(path)
+        if not stat.S_ISLNK(st.st_mode) and os.path.normpath(path) == path and self.within(path):
+            return path, st
+        real = os.path.realpath(path)
+        return (real, os.stat(real)) if self.within(real) else (None, st)
 
     def shown(self, real: str) -> str:
         """A real path as the client sees it: relative to the root."""
