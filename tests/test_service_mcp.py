@@ -4,6 +4,9 @@ every sample set and on the shared NVRx sets, against ``flightdeck PATH --json``
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,7 @@ import anyio
 import pytest
 from dask_cluster import clean_env
 from locations import SAMPLE_DUMPS, SHARED_FIXTURES
-from service_clients import FLIGHTDECK, cli_json
+from service_clients import FLIGHTDECK, cli_json, free_port
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters
@@ -136,3 +139,41 @@ def test_a_suspect_explained_and_its_group_shown() -> None:
     assert absent.is_error and "rank 99: not in these dumps" in absent.content[0].text
     assert ambiguous.is_error and "name one" in ambiguous.content[0].text
     assert outside.is_error and "refused" in outside.content[0].text and "outside the root" in outside.content[0].text
+
+
+def test_streamable_http_with_the_flag(tmp_path: Path) -> None:
+    """``flightdeck mcp --http``: the same tools at http://127.0.0.1:PORT/mcp."""
+    port = free_port()
+    with (tmp_path / "mcp.log").open("w") as log:
+        proc = subprocess.Popen(
+            [str(FLIGHTDECK), "mcp", "--http", "--root", str(SAMPLE_DUMPS), "--port", str(port)],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    async def ask_http() -> tuple[Any, Any]:
+        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
+            return (
+                await client.call_tool("analyze", {"path": "stuck_compute"}),
+                await client.call_tool("analyze", {"path": "/etc"}),
+            )
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "mcp.log").read_text()[-3000:]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "mcp.log").read_text()[-3000:]
+                time.sleep(0.2)
+        good, refused = anyio.run(ask_http)
+        assert not good.is_error and good.structured_content["suspect_ranks"] == [5]
+        assert refused.is_error and "/etc: refused: it resolves outside the root" in refused.content[0].text
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
