@@ -177,3 +177,21 @@ def test_streamable_http_with_the_flag(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_the_readme_client_configuration_works_as_written() -> None:
+    """The README's ``mcpServers`` block, its two placeholders filled in, starts a server that answers."""
+    from locations import ROOT
+
+    section = (ROOT / "README.md").read_text().split("## Agents and on-call tools (MCP, HTTP)")[1].split("\n## ")[0]
+    block = section.split("```json\n")[1].split("```")[0]
+    block = block.replace("/path/to/checkout", str(ROOT)).replace("/path/to/dumps", str(SAMPLE_DUMPS))
+    entry = json.loads(block)["mcpServers"]["flightdeck"]
+
+    async def ask_configured() -> Any:
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd="/", env=clean_env())
+        async with Client(params, read_timeout_seconds=120) as client:
+            return await client.call_tool("analyze", {"path": "stuck_compute"})
+
+    result = anyio.run(ask_configured)
+    assert not result.is_error and result.structured_content["suspect_ranks"] == [5]
