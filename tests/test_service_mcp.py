@@ -34,31 +34,40 @@ def sets_and_pairs(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
     return names, pairs
 
 
-def tool_calls(root: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
-    """What the command line says of every set and pair under ``root``, and the tool calls to ask the same."""
-    names, pairs = sets_and_pairs(root)
-    with ThreadPoolExecutor(2) as pool:
-        reports = dict(zip(names, pool.map(lambda n: cli_json(root / n), names), strict=True))
-        compared = dict(
-            zip(pairs, pool.map(lambda p: cli_json(root / p[1], "--compare", str(root / p[0])), pairs), strict=True)
-        )
-    calls: list[tuple[str, dict[str, Any]]] = []
-    for n in names:
-        calls.append(("analyze", {"path": n}))
-        report = reports[n]
-        if isinstance(report, dict) and report["ranks_loaded"]:
-            rank = (report["suspect_ranks"] or report["victim_ranks"] or [0])[0]
-            calls.append(("explain_rank", {"path": n, "rank": rank}))
-            group = report["wavefront"]["pg_name"] if report["wavefront"] else report["process_groups"][0]["pg_name"]
-            calls.append(("group_states", {"path": n, "group": group}))
-    calls += [("compare", {"earlier": e, "later": later}) for e, later in pairs]
-    return {"reports": reports, "compared": compared}, calls
+def server_params(root: Path) -> StdioServerParameters:
+    """The server as an agent starts it: the venv's command, from another folder."""
+    return StdioServerParameters(command=str(FLIGHTDECK), args=["mcp", "--root", str(root)], cwd="/", env=clean_env())
+
+
+async def ask_everything(root: Path, names: list[str], pairs: list[tuple[str, str]]) -> tuple[list[str], list[Any]]:
+    """One stdio session: the tools listed; analyze on every set, then explain_rank (its first suspect)
+    and group_states (its wavefront group) on it, compare on every pair; and analyze once more."""
+    async with Client(server_params(root), read_timeout_seconds=120) as client:
+        tools = [t.name for t in (await client.list_tools()).tools]
+        asked: list[tuple[str, dict[str, Any], Any]] = []
+
+        async def call(name: str, args: dict[str, Any]) -> Any:
+            result = await client.call_tool(name, args)
+            asked.append((name, args, result))
+            return result
+
+        for n in names:
+            report = (await call("analyze", {"path": n})).structured_content
+            if report and report["ranks_loaded"]:
+                await call(
+                    "explain_rank", {"path": n, "rank": (report["suspect_ranks"] or report["victim_ranks"] or [0])[0]}
+                )
+                wave = report["wavefront"]
+                await call("group_states", {"path": n, "group": (wave or report["process_groups"][0])["pg_name"]})
+        for earlier, later in pairs:
+            await call("compare", {"earlier": earlier, "later": later})
+        await call("analyze", {"path": names[0]})  # from memory now
+    return tools, asked
 
 
 async def ask(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
     """One stdio session with the server (started from another folder): the tools listed, and each call's result."""
-    params = StdioServerParameters(command=str(FLIGHTDECK), args=["mcp", "--root", str(root)], cwd="/", env=clean_env())
-    async with Client(params, read_timeout_seconds=120) as client:
+    async with Client(server_params(root), read_timeout_seconds=120) as client:
         tools = [t.name for t in (await client.list_tools()).tools]
         results = [await client.call_tool(name, args) for name, args in calls]
         results.append(await client.call_tool("analyze", {"path": calls[0][1]["path"]}))  # from memory now
@@ -66,10 +75,19 @@ async def ask(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list
 
 
 def check_root(root: Path) -> None:
-    truth, calls = tool_calls(root)
-    tools, results = anyio.run(ask, root, calls)
+    names, pairs = sets_and_pairs(root)
+    with ThreadPoolExecutor(2) as pool:  # the command line's answers, while the server is asked
+        said = {n: pool.submit(cli_json, root / n) for n in names}
+        said_compared = {p: pool.submit(cli_json, root / p[1], "--compare", str(root / p[0])) for p in pairs}
+        tools, asked = anyio.run(ask_everything, root, names, pairs)
+        truth = {
+            "reports": {n: f.result() for n, f in said.items()},
+            "compared": {p: f.result() for p, f in said_compared.items()},
+        }
     assert sorted(tools) == ["analyze", "compare", "explain_rank", "group_states"]
-    for (name, args), result in zip(calls, results, strict=False):
+    assert [name for name, _, _ in asked].count("analyze") == len(names) + 1
+    assert [name for name, _, _ in asked].count("compare") == len(pairs)
+    for name, args, result in asked:
         where = f"{name}({args})"
         if name == "analyze":
             expected = truth["reports"][args["path"]]
@@ -80,8 +98,8 @@ def check_root(root: Path) -> None:
             expected = truth["compared"][(args["earlier"], args["later"])]
             if isinstance(expected, str):  # the command line refused the pair: so does the tool, and says why
                 assert result.is_error, where
-                said = expected.removeprefix("error: ").replace(f"{root}/", "").replace("--compare ", "earlier ")
-                assert said in result.content[0].text, where
+                text = expected.removeprefix("error: ").replace(f"{root}/", "").replace("--compare ", "earlier ")
+                assert text in result.content[0].text, where
             else:
                 assert not result.is_error, f"{where}: {result.content}"
                 assert result.structured_content["compare"] == expected["compare"], where
@@ -102,7 +120,7 @@ def check_root(root: Path) -> None:
             assert len(ranks) == got["ranks"], where
             width = got["seq_last"] - got["seq_first"] + 1 if got["seq_first"] is not None else 0
             assert all(len(row["states"]) == width for row in got["rows"]), where
-    assert results[-1].structured_content == results[0].structured_content
+    assert asked[-1][2].structured_content == asked[0][2].structured_content
 
 
 @pytest.mark.slow
