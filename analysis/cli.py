@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flightdeck",
         description="Find the root-cause ranks of a hung PyTorch job from its Flight Recorder dumps.",
+        epilog="Servers for agents and bots: flightdeck mcp --root DIR (MCP), flightdeck serve --root DIR (HTTP JSON).",
     )
     p.add_argument("path", nargs="?", help="folder, file, glob pattern or path prefix of the dumps")
     p.add_argument("--fr-path", dest="fr_path", help="same as PATH (NVIDIA CollectiveAnalyzer flag)")

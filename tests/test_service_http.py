@@ -100,4 +100,4 @@ def test_twenty_requests_at_once_are_all_answered(root: Path, tmp_path: Path) ->
         again_s = time.perf_counter() - start
         assert status == 200 and body["suspect_ranks"] == [CULPRIT]
         assert again_s < 0.5 and again_s < first_s / 4, (again_s, first_s)
-        assert peak_rss_bytes(proc.pid) < 3 << 30
+        assert peak_rss_bytes(proc.pid) < 1 << 30  # about 0.25 GB here

@@ -25,7 +25,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     if command == "mcp":
         p.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8766 if command == "mcp" else 8765)
+    p.add_argument("--port", type=int, default=8766 if command == "mcp" else 8765, help="(default %(default)s)")
     d = ServiceLimits()
     p.add_argument(
         "--max-files", type=int, default=d.max_files, help="files under a requested folder (default %(default)s)"
