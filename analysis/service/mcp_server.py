@@ -32,7 +32,7 @@ INSTRUCTIONS = (
     "answered from memory."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-Path_ = Annotated[str, Field(description="a folder (or one dump file) under the server's root, relative to it")]
+PathArg = Annotated[str, Field(description="a folder (or one dump file) under the server's root, relative to it")]
 
 
 def answer(call: Callable[[], T], what: str) -> T:
@@ -53,7 +53,7 @@ def build_server(ops: Operations) -> MCPServer:
     server = MCPServer(name="flightdeck", instructions=INSTRUCTIONS)
 
     @server.tool(annotations=READ_ONLY)
-    def analyze(path: Path_) -> dict[str, Any]:
+    def analyze(path: PathArg) -> dict[str, Any]:
         """The verdict on the dumps under `path`: the JSON report of `flightdeck PATH --json` (schema
         flightdeck.report/1): verdict (healthy|hang|mismatch), failure_class, suspect_ranks (the root
         cause), victim_ranks, wavefront {pg_name, pg_desc, collective_seq_id, op}, summary, evidence
@@ -61,7 +61,7 @@ def build_server(ops: Operations) -> MCPServer:
         return answer(lambda: ops.analyze(path), path)
 
     @server.tool(annotations=READ_ONLY)
-    def explain_rank(path: Path_, rank: Annotated[int, Field(description="a global rank", ge=0)]) -> dict[str, Any]:
+    def explain_rank(path: PathArg, rank: Annotated[int, Field(description="a global rank", ge=0)]) -> dict[str, Any]:
         """One rank of the dumps under `path`: role (suspect|possible|victim|missing_dump|other),
         failure_class, rank_class, newest_entries (its newest Flight Recorder entries, newest first),
         stack (its call stack at the wavefront, else at its newest entry with one), stack_vs_majority
@@ -72,7 +72,7 @@ def build_server(ops: Operations) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def group_states(
-        path: Path_,
+        path: PathArg,
         group: Annotated[str, Field(description="the group's pg_name (as in the report), or its unique pg_desc")],
         max_seqs: Annotated[int, Field(description="newest sequence numbers shown", ge=1, le=1024)] = 64,
     ) -> dict[str, Any]:
