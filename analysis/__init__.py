@@ -9,6 +9,7 @@ layers below it:
     diagnosis  mismatches, the wait-for graph, the hang explained, the verdict
     report     the verdict as fields, JSON, text and Parquet
     views      what the dashboard and the HTML export query
+    service    the operations as an MCP server and a read-only HTTP API (``flightdeck mcp``, ``serve``)
 
 ``types`` and ``schema`` (shared types and column names) sit below all of them.
 """

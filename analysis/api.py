@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .tables.combine import TablesBuilder
-from .tables.load import load, to_dumpset
+from .tables.load import FileFilter, load, to_dumpset
 from .tables.mapstep import MapEngine
 from .types import DumpSet, HostMap, InputError, Limits
 
@@ -43,6 +43,7 @@ def analyze(
     earlier: str | Path | None = None,
     proxy_ops: str | Path | None = None,
     engine: MapEngine | None = None,
+    file_filter: FileFilter | None = None,
 ) -> Report:
     """Load every dump under ``path`` and return the verdict with its tables.
 
@@ -52,10 +53,12 @@ def analyze(
     moved in between (``Report.compare``); :class:`InputError` if it holds no dump.
     ``proxy_ops`` (a file or folder of NCCL proxy-op waits) adds ``report.proxy_waits``.
     ``engine`` runs the map step (default: this process or local workers; see ``load``).
+    ``file_filter`` sees the files found (here and under ``earlier``) before any is opened
+    and returns those to read plus an error for each other one (see ``load``).
     """
     before = None
     if earlier is not None:
-        before = load_earlier(earlier, pattern, workers, limits, use_cache, engine)
+        before = load_earlier(earlier, pattern, workers, limits, use_cache, engine, file_filter)
     dumps = load(
         path,
         pattern=pattern,
@@ -64,6 +67,7 @@ def analyze(
         limits=limits,
         use_cache=use_cache,
         engine=engine,
+        file_filter=file_filter,
         meanwhile=import_analysis if proxy_ops is None else import_analysis_and_proxy,
     )
     from .report.build import analyze_dumps
@@ -93,6 +97,7 @@ def load_earlier(
     limits: Limits | None,
     use_cache: bool,
     engine: MapEngine | None = None,
+    file_filter: FileFilter | None = None,
 ) -> DumpSet:
     """The earlier snapshot's dumps, or an InputError naming the folder and why it cannot be used."""
     if not os.path.exists(path):
@@ -104,6 +109,7 @@ def load_earlier(
         limits=limits,
         use_cache=use_cache,
         engine=engine,
+        file_filter=file_filter,
         meanwhile=import_analysis,
     )
     if not dumps.ranks:

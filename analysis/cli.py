@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flightdeck",
         description="Find the root-cause ranks of a hung PyTorch job from its Flight Recorder dumps.",
+        epilog="Servers for agents and bots: flightdeck mcp --root DIR (MCP), flightdeck serve --root DIR (HTTP JSON).",
     )
     p.add_argument("path", nargs="?", help="folder, file, glob pattern or path prefix of the dumps")
     p.add_argument("--fr-path", dest="fr_path", help="same as PATH (NVIDIA CollectiveAnalyzer flag)")
@@ -128,7 +129,17 @@ def map_engine(args: argparse.Namespace) -> MapEngine | None:
     return DaskEngine(args.dask, scratch=args.dask_scratch, scratch_threshold_bytes=above)
 
 
+SERVERS = ("mcp", "serve")
+"""``flightdeck mcp --root DIR``, ``flightdeck serve --root DIR``: see ``analysis.service``
+(a dump folder of either name is given as ``./mcp``)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SERVERS:
+        from .service.main import main as serve_main
+
+        return serve_main(argv)
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
     if not path and args.proxy_ops:
