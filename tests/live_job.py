@@ -62,12 +62,13 @@ def _rank_main(argv: list[str]) -> None:
     while True:
         if rank == culprit and time.monotonic() - start >= at:
             if mode == "stall":
+                Path(out).parent.joinpath(f"{Path(out).name}.stalled_at").write_text(repr(time.time()))
                 while True:
                     time.sleep(3600)  # stuck in "compute"
             elif mode == "slow":
                 time.sleep(0.3)
         dist.all_reduce(x, group=my_tp)
-        time.sleep(0.02)  # compute
+        time.sleep(0.1)  # compute
         dist.all_reduce(x, group=my_dp)
         if step % 10 == 9:
             dist.barrier()

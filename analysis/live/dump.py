@@ -53,6 +53,7 @@ class DumpTimer:
 
         c10d = torch._C._distributed_c10d
         dump = getattr(c10d, "_dump_fr_trace", None) or c10d._dump_nccl_trace
+        warm = False
         while True:
             now = time.time()
             tick = math.floor(now / self.seconds + 1) * self.seconds
@@ -63,6 +64,10 @@ class DumpTimer:
                 if not (dist.is_available() and dist.is_initialized()):
                     continue  # before init_process_group: nothing recorded yet
                 rank = dist.get_rank()
+            if not warm:  # a process's first dump takes a second or more (torch sets up its
+                warm = True  # stack symbolizer): not in a snapshot, whose ranks would write late
+                dump()
+                continue
             try:
                 self._write(Path(self.folder, snapshot_name(tick)), rank, dump())
             except Exception as exc:  # noqa: BLE001 (a failed dump must never stop training)
