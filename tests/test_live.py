@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -218,3 +220,22 @@ def test_python_m_analysis_watch_is_the_same_command(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad", [["--settle", "-1"], ["--world", "0"]])
 def test_bad_options_exit_2(tmp_path: Path, bad: list[str]) -> None:
     assert run_watch(tmp_path, str(tmp_path), *bad).returncode == 2
+
+
+def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal signals the whole process group: the watch and its readers."""
+    root = watched(tmp_path, "stuck_twice.earlier", "stuck_twice")
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "flightdeck"), "watch", str(root), "--settle", "0.1"],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(4)  # it reads the newest snapshot, then waits for more
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "stopped" in err
