@@ -9,6 +9,7 @@ layers below it:
     diagnosis  mismatches, the wait-for graph, the hang explained, the verdict
     report     the verdict as fields, JSON, text and Parquet
     views      what the dashboard and the HTML export query
+    live       a running job watched snapshot by snapshot (above ``api``); ``dump_every``
 
 ``types`` and ``schema`` (shared types and column names) sit below all of them.
 """
