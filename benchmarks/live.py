@@ -3,11 +3,11 @@
     python -m benchmarks.live [--dir /tmp/fd-live] [--ranks 1024] [--entries 2000]
 
 Writes three snapshot folders of a synthetic NCCL job (``benchmarks.synth``): ``s1`` the
-job healthy, ``s2`` the job hung with rank 300 stuck, ``s3`` the same files again (hard
-links: nobody moved). Then runs ``flightdeck watch DIR --all --max-snapshots 3
---json-lines`` as a user does and prints each snapshot's line with its ``seconds`` (reading
-its files and analysing it against the previous snapshot, which is never read again),
-and the command's wall time. The snapshots are reused when they exist.
+job hung with rank 300 stuck, ``s2`` and ``s3`` the same files again (hard links, new
+names: nobody moved, and each is read afresh). Then runs ``flightdeck watch DIR --all
+--max-snapshots 3 --json-lines`` as a user does and prints each snapshot's line with its
+``seconds`` (reading its files and analysing it against the previous snapshot, which is
+never read again), and the command's wall time. The snapshots are reused when they exist.
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from benchmarks.synth import write_dump_set
 
 def make_snapshots(root: Path, ranks: int, entries: int) -> None:
     if not (root / "s1").is_dir():
-        write_dump_set(root / "s1", ranks, entries=entries, fault="none")
-    if not (root / "s2").is_dir():
-        write_dump_set(root / "s2", ranks, entries=entries, culprit=300 % ranks, fault="stuck")
-    if not (root / "s3").is_dir():
-        (root / "s3").mkdir()
-        for f in (root / "s2").iterdir():
-            os.link(f, root / "s3" / f.name)
+        write_dump_set(root / "s1", ranks, entries=entries, culprit=300 % ranks, fault="stuck")
+    for name in ("s2", "s3"):
+        if not (root / name).is_dir():
+            (root / name).mkdir()
+            for f in (root / "s1").iterdir():
+                os.link(f, root / name / f.name)
 
 
 def main(argv: list[str] | None = None) -> int:
