@@ -5,7 +5,7 @@ Run one process per rank (see :func:`start_job`). ``stall`` makes rank CULPRIT s
 "compute" once it has written AFTER snapshots (it sleeps; the others block in their next
 collective with it), so the snapshots before are healthy however slowly the machine starts
 the job; ``slow`` makes it sleep 0.3 s every step from then on (it still moves);
-``healthy`` changes nothing.
+``nodump`` stops its dumps then (it trains on); ``healthy`` changes nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def _rank_main(argv: list[str]) -> None:
                     time.sleep(3600)  # stuck in "compute"
             elif mode == "slow":
                 time.sleep(0.3)
+            elif mode == "nodump" and not timer._stop.is_set():
+                timer.stop()
         dist.all_reduce(x, group=my_tp)
         time.sleep(0.1)  # compute
         dist.all_reduce(x, group=my_dp)

@@ -88,3 +88,16 @@ def test_a_slow_rank_that_still_moves_is_slow_not_hung(tmp_path: Path) -> None:
     assert not {"hung", "straggler"} & set(states), states
     slow = [x for x in lines if x["state"] == "slow"]
     assert slow and all(1 in x["ranks"] for x in slow), lines  # its TP peer, waiting on it, may be named too
+
+
+def test_a_rank_whose_dumps_stop_is_named_missing_and_the_job_still_progresses(tmp_path: Path) -> None:
+    dumps = tmp_path / "dumps"
+    job = start_job(dumps, world=4, interval=INTERVAL, mode="nodump", culprit=2, after=3)
+    code, lines = watch_while(
+        job, tmp_path, str(dumps), "--settle", "0.3", "--wait-missing", "1.5", "--poll", "0.1", "--max-snapshots", "7"
+    )
+    assert code == 0
+    states = [x["state"] for x in lines]
+    assert not {"hung", "straggler"} & set(states), states
+    for x in lines[-3:]:  # once rank 2's dumps stopped (a first snapshot may lack late starters too)
+        assert (x["state"], x["missing_ranks"], x["ranks_loaded"]) == ("progressing", [2], 3), lines
