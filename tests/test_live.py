@@ -183,6 +183,16 @@ def test_watch_stops_at_the_hang_with_the_report(tmp_path: Path) -> None:
     assert hung["group"] == {"pg_name": wave["pg_name"], "pg_desc": wave["pg_desc"]}
 
 
+def test_the_hung_line_comes_first_then_the_full_report(tmp_path: Path) -> None:
+    root = watched(tmp_path, "stuck_twice.earlier", "stuck_twice")
+    proc = run_watch(tmp_path, str(root), *QUICK, "--until-hang", "--report-dir", str(tmp_path / "reports"))
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0].startswith("snap-00  baseline") and out[1].startswith("snap-01  hung")
+    assert "rank 5 stuck" in out[1] and str(tmp_path / "reports" / "flightdeck_hang_snap-01.txt") in out[1]
+    assert out[3] == "VERDICT: HANG (missing_participant)"
+
+
 def test_watch_says_slow_not_hung_and_prints_lines(tmp_path: Path) -> None:
     root = watched(tmp_path, "slow_rank.earlier", "slow_rank")
     proc = run_watch(tmp_path, str(root), *QUICK, "--max-snapshots", "2")

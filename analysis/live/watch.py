@@ -73,6 +73,7 @@ class Watcher:
         self.reported = False
         self.seen = 0
         self.on_hang: subprocess.Popen | None = None
+        self.full_text = ""
 
     def run(self) -> int:
         """Watch until a hang (with ``until_hang``), ``max_snapshots`` or Ctrl-C."""
@@ -129,15 +130,18 @@ class Watcher:
         return line
 
     def say(self, line: Line) -> None:
+        """The line; after the first hung one, the full report too (unless JSON lines)."""
         if self.opts.json_lines:
             self.out.write(json.dumps(line.to_dict()) + "\n")
         else:
             self.out.write(line.text() + "\n")
+            if line.report and self.full_text:
+                self.out.write("\n" + self.full_text + "\n\n")
         self.out.flush()
 
     def write_report(self, report: Report, snap: Snapshot) -> str:
-        """The full report as text (and ``.json`` beside it); its path. The text is also
-        printed unless JSON lines were asked for."""
+        """The full report as text (and ``.json`` beside it); its path. :meth:`say` prints
+        the text after the line, unless JSON lines were asked for."""
         from ..report.text import render_text
 
         text = render_text(report)
@@ -152,8 +156,7 @@ class Watcher:
             path = folder / f"{name}.txt"
             path.write_text(text + "\n")
         (folder / f"{name}.json").write_text(json.dumps(report.to_dict()) + "\n")
-        if not self.opts.json_lines:
-            self.out.write("\n" + text + "\n\n")
+        self.full_text = text
         return os.fspath(path)
 
     def run_on_hang(self, path: str) -> None:
