@@ -90,6 +90,11 @@ def test_snapshots_come_in_order_and_a_newer_one_releases_an_older(tmp_path: Pat
     f.poll()
     clock.now += 1.5
     assert [(s.name, s.missing) for s in f.poll()] == [("s10", (1,)), ("s11", ())]
+    write(tmp_path / "s8" / "rank_0", b"x", 1)  # older than what was read: passed over
+    write(tmp_path / "s8" / "rank_1", b"x", 1)
+    f.poll()
+    clock.now += 1.5
+    assert f.poll() == [] and f.waiting() == {}
 
 
 def test_the_world_is_the_highest_rank_seen_and_old_snapshots_are_passed_over(tmp_path: Path) -> None:

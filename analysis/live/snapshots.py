@@ -107,6 +107,8 @@ class SnapshotFinder:
     """Things worth one line to the user (written once each)."""
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _done: set[str] = field(default_factory=set)
+    _last: list[object] | None = None
+    """The sort key of the newest folder returned: an older one appearing later is passed over."""
     _highest: int = -1
     _first: bool = True
     _flat_taken: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -161,7 +163,8 @@ class SnapshotFinder:
         """Complete folders, oldest first, never one older than a folder already returned. Once
         a newer folder is complete, the job has moved on: an older one still short of ranks
         is taken as soon as it is stable, its missing ranks named."""
-        live = [name for name in folders if name not in self._done]
+        last = self._last
+        live = [n for n in folders if n not in self._done and (last is None or _natural(n) > last)]
         for name in live:
             self._update(name, now)
         complete = [name for name in live if self._is_complete(name, now, force=False)]
@@ -176,6 +179,7 @@ class SnapshotFinder:
             self._done.add(name)
             self._done.update(live[:i])  # empty folders passed over
             found.append(Snapshot(name, self.root / name, p.ranks, self._missing(p), now - p.first_seen))
+            self._last = _natural(name)
         return found
 
     def _missing(self, p: _Pending) -> tuple[int, ...]:
