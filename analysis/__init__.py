@@ -10,6 +10,7 @@ layers below it:
     report     the verdict as fields, JSON, text and Parquet
     views      what the dashboard and the HTML export query
     service    the operations as an MCP server and a read-only HTTP API (``flightdeck mcp``, ``serve``)
+    live       a running job watched snapshot by snapshot (above ``api``); ``dump_every``
 
 ``types`` and ``schema`` (shared types and column names) sit below all of them.
 """

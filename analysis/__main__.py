@@ -38,6 +38,9 @@ def main() -> NoReturn:
         finish_cache_writes()
         sys.stdout.flush()
         sys.stderr.flush()
+    except KeyboardInterrupt:  # Ctrl-C: no traceback
+        sys.stderr.write("interrupted\n")
+        os._exit(130)
     except BrokenPipeError:  # the reader went away (``| head``): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         os._exit(0)

@@ -75,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
     p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page (opens offline)")
     p.add_argument("--compare", metavar="EARLIER", help="earlier dumps of the same job: who moved in between")
+    p.add_argument(
+        "--watch",
+        metavar="DIR",
+        help="watch a running job's snapshots in DIR (same as 'flightdeck watch DIR'; see 'flightdeck watch --help')",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--ranks-per-node", type=int, metavar="N", help="ranks r // N share a host (node N)")
     where.add_argument("--hostfile", metavar="FILE", help="CSV of 'rank,host' lines: where each rank ran")
@@ -134,12 +139,30 @@ SERVERS = ("mcp", "serve")
 (a dump folder of either name is given as ``./mcp``)."""
 
 
+def watch_argv(argv: Sequence[str]) -> list[str] | None:
+    """``watch DIR ...`` or ``--watch DIR`` (``--watch=DIR``): the watch command's arguments, else None."""
+    argv = list(argv)
+    if len(argv) >= 2 and argv[0] == "watch":
+        return argv[1:]
+    for i, arg in enumerate(argv):
+        if arg == "--watch":
+            return argv[:i] + argv[i + 1 :]
+        if arg.startswith("--watch="):
+            return [*argv[:i], arg.split("=", 1)[1], *argv[i + 1 :]]
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in SERVERS:
         from .service.main import main as serve_main
 
         return serve_main(argv)
+    watching = watch_argv(argv)
+    if watching is not None:
+        from .live.command import main as watch_main  # the live package only when watching
+
+        return watch_main(watching)
     args = build_parser().parse_args(argv)
     path = args.path or args.fr_path
     if not path and args.proxy_ops:

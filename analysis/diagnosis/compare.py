@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..types import InputError
+from ..types import InputError, Membership
 from .analysis import Analysis
 
 
@@ -78,15 +78,32 @@ def compare_progress(later: Analysis, earlier: Analysis, later_suspects: set[int
 
 
 def _same_job(later: Analysis, earlier: Analysis) -> None:
-    """Both sets must hold one job: a group both know has the same members in both."""
+    """Both sets must hold one job: a group both know has the same members in both.
+
+    Groups are matched by key (their name, equal on every rank); a group whose members
+    are inferred from the entries is compared only on the ranks that wrote a dump to both
+    sets (a rank without a dump in one of them is in neither's inferred list), and the
+    description, local pg_id or where the members came from never count."""
     before = earlier.groups.groups
+    dumped = set(later.dumps.ranks) & set(earlier.dumps.ranks)
     for key, g in later.groups.groups.items():
         other = before.get(key)
-        if other is not None and set(other.ranks) != set(g.ranks):
+        if other is None:
+            continue
+        mine, theirs = set(g.ranks), set(other.ranks)
+        if Membership.INFERRED in (g.membership_source, other.membership_source):
+            mine, theirs = mine & dumped, theirs & dumped
+        if mine != theirs:
             raise InputError(
-                f"group {g.name} has ranks {list(g.ranks)[:8]} in the LATER dumps and {list(other.ranks)[:8]} "
+                f"group {g.name} has ranks {_listed(g.ranks)} in the LATER dumps and {_listed(other.ranks)} "
                 "in the EARLIER ones: they are not snapshots of one job"
             )
+
+
+def _listed(ranks: tuple[int, ...]) -> str:
+    """The members, cut after 16 with how many more there are (never a list that looks equal)."""
+    shown = ", ".join(map(str, ranks[:16]))
+    return f"[{shown}]" if len(ranks) <= 16 else f"[{shown}, ... {len(ranks) - 16} more]"
 
 
 def _newest_ns(a: Analysis) -> int | None:

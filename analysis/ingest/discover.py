@@ -41,6 +41,12 @@ def _has_known_prefix(name: str) -> bool:
     )
 
 
+def is_dump_name(name: str, pattern: str | None = None) -> bool:
+    """Whether a file called ``name`` is read as a dump: it matches ``pattern``, or by default
+    one of the known prefixes followed by the rank."""
+    return fnmatch.fnmatch(name, pattern) if pattern else _has_known_prefix(name)
+
+
 def _candidates(path: str, pattern: str | None) -> list[str]:
     if os.path.isdir(path):
         found = []

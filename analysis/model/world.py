@@ -48,14 +48,19 @@ def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame
     of it and another did not, they got out with an error (a peer's connection closed).
     Either way the group has a member the entries do not show. Where every dumped rank is
     a member of a group of that description, no dumped rank is that member: it wrote no
-    dump."""
+    dump. Where other groups share the description, only a group shorter than they are
+    counts: in a snapshot of a running job every member of a group may wait in a collective
+    all of them entered (it is in flight, not short of a member), and a group as long as its
+    siblings shows no member more."""
     names = entries[s.PROFILING_NAME].astype("category").cat.categories
     if not len(names) or not all(str(n).startswith("gloo:") for n in names):
         return []
     have_dump = {int(r) for r in cells[s.RANK].unique()}
     members_of: dict[str, set[int]] = defaultdict(set)
+    siblings: dict[str, list[ProcessGroup]] = defaultdict(list)
     for g in index.groups.values():
         members_of[g.desc].update(g.ranks)
+        siblings[g.desc].append(g)
     newest = cells.sort_values(s.SEQ).groupby([s.PG_KEY, s.RANK], observed=True).tail(1)
     found = []
     for key, part in newest.groupby(s.PG_KEY, observed=True):
@@ -67,6 +72,7 @@ def _gloo_all_wait(index: GroupIndex, cells: pd.DataFrame, entries: pd.DataFrame
             or not have_dump <= members_of[g.desc]
             or len(part) != len(g.ranks)
             or len(g.ranks) < 2
+            or (len(siblings[g.desc]) > 1 and len(g.ranks) >= full_size(siblings[g.desc]))
         ):
             continue
         agree = all(part[c].astype(str).nunique() == 1 for c in (s.OP, s.INPUT_SIZES, s.INPUT_DTYPES))

@@ -12,6 +12,7 @@ more, file by file, each in a fresh worker; a file that fails again becomes a
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import threading
 import time
 import warnings
@@ -46,6 +47,7 @@ class WorkersCannotStart(Exception):
 
 def _serve(conn: Connection, loader: Loader, limits: Limits) -> None:
     """A worker's life: read batches until told to stop or the parent goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: no traceback here
     mark_worker_process()
     reuse_freed_memory()
     conn.send(READY)

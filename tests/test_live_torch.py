@@ -1,0 +1,103 @@
+"""``flightdeck watch`` on a real running gloo job (torch, CPU), as a user runs it.
+
+The job (``live_job``) dumps Flight Recorder every second with ``analysis.live.dump_every``
+into one subfolder per snapshot; the venv's ``flightdeck watch`` runs from another folder
+without PYTHONPATH while the job runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from dask_cluster import VENV_BIN, clean_env
+from live_job import start_job, stop_job
+
+import analysis
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch (a dev dependency) is not installed"),
+]
+
+INTERVAL = 1.0
+
+
+def watch_while(job: list[subprocess.Popen], cwd: Path, *args: str, timeout: float = 90) -> tuple[int, list[dict]]:
+    """Run ``flightdeck watch ARGS --json-lines`` while the job runs; its exit code and lines."""
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "flightdeck"), "watch", *args, "--json-lines"],
+        cwd=cwd,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"watch did not stop in {timeout} s: {out}\n{err}")
+    finally:
+        stop_job(job)
+    return proc.returncode, [json.loads(line) for line in out.splitlines()]
+
+
+def test_watch_names_the_stalled_rank_soon_after_it_stops(tmp_path: Path) -> None:
+    dumps = tmp_path / "dumps"
+    elsewhere = tmp_path / "user"
+    elsewhere.mkdir()
+    job = start_job(dumps, world=8, interval=INTERVAL, mode="stall", culprit=5, after=5)
+    code, lines = watch_while(
+        job, elsewhere, str(dumps), "--until-hang", "--settle", "0.3", "--wait-missing", "3", "--poll", "0.1"
+    )
+    states = [x["state"] for x in lines]
+    assert code == 1, states
+    assert states[-1] == "hung" and states.count("hung") == 1
+    assert states.count("progressing") >= 2, states  # healthy snapshots before the stall
+    hung = lines[-1]
+    assert hung["ranks"] == [5]
+    assert hung["group"]["pg_desc"] == "tensor_parallel" and hung["seq"] is not None
+    for x in lines:  # a rank the world does not have is never named
+        assert set(x["ranks"]) | set(x["missing_ranks"]) <= set(range(8)), x
+    report = Path(hung["report"])
+    assert report.read_text().startswith("VERDICT: HANG")
+    stalled_at = float((tmp_path / "dumps.stalled_at").read_text())
+    assert report.stat().st_mtime - stalled_at <= 2 * INTERVAL + 1.5  # the verdict within two dump intervals
+
+    # Each healthy snapshot alone names no rank beyond the world, and two of them compare.
+    healthy = [x["snapshot"] for x in lines if x["state"] == "progressing"]
+    earlier, later = dumps / healthy[0], dumps / healthy[1]
+    for snap in (earlier, later):
+        r = analysis.analyze(snap, use_cache=False)
+        assert set(r.missing_dumps) | set(r.suspect_ranks) <= set(range(8)), r.summary
+    compared = analysis.analyze(later, earlier=earlier, use_cache=False)
+    assert compared.compare["motion"] == "progressing"
+
+
+def test_a_slow_rank_that_still_moves_is_slow_not_hung(tmp_path: Path) -> None:
+    dumps = tmp_path / "dumps"
+    job = start_job(dumps, world=4, interval=INTERVAL, mode="slow", culprit=1, after=0)
+    code, lines = watch_while(job, tmp_path, str(dumps), "--settle", "0.3", "--poll", "0.1", "--max-snapshots", "6")
+    states = [x["state"] for x in lines]
+    assert code == 0
+    assert not {"hung", "straggler"} & set(states), states
+    slow = [x for x in lines if x["state"] == "slow"]
+    assert slow and all(1 in x["ranks"] for x in slow), lines  # its TP peer, waiting on it, may be named too
+
+
+def test_a_rank_whose_dumps_stop_is_named_missing_and_the_job_still_progresses(tmp_path: Path) -> None:
+    dumps = tmp_path / "dumps"
+    job = start_job(dumps, world=4, interval=INTERVAL, mode="nodump", culprit=2, after=3)
+    code, lines = watch_while(
+        job, tmp_path, str(dumps), "--settle", "0.3", "--wait-missing", "1.5", "--poll", "0.1", "--max-snapshots", "7"
+    )
+    assert code == 0
+    states = [x["state"] for x in lines]
+    assert not {"hung", "straggler"} & set(states), states
+    for x in lines[-3:]:  # once rank 2's dumps stopped (a first snapshot may lack late starters too)
+        assert (x["state"], x["missing_ranks"], x["ranks_loaded"]) == ("progressing", [2], 3), lines
