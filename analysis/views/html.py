@@ -22,7 +22,7 @@ from .drilldown import dump_ns, suspect_stack
 from .figures.classes import class_graph
 from .figures.heatmap import heatmap_figure
 from .grid import group_grid
-from .heatmap import build_view, recent_window
+from .heatmap import build_view, story_window
 from .waits import rank_marks
 
 _STYLE = (
@@ -59,7 +59,7 @@ def wavefront_figure(report: Report) -> go.Figure | None:
     grid = group_grid(report.analysis, w.pg_key)
     if grid.codes.size == 0:
         return None
-    view = build_view(grid, recent_window(grid))
+    view = build_view(grid, story_window(grid, w.collective_seq_id))
     return heatmap_figure(
         view,
         wavefront_seq=w.collective_seq_id,
