@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..report.words import counted
 from .grid import OUTSIDE, STATE_NAMES, Grid, aggregate, block_max
 
 #: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
@@ -69,9 +70,9 @@ class HeatmapView:
         """How the region is drawn, in one sentence for the page."""
         n_r, n_s = self.n_rows, len(self.seqs)
         if not self.aggregated:
-            return f"{n_r} ranks x {n_s} sequence numbers, one cell per (rank, seq)."
+            return f"{counted(n_r, 'rank')} x {counted(n_s, 'sequence number')}, one cell per (rank, seq)."
         return (
-            f"{n_r} ranks x {n_s} sequence numbers, aggregated: each cell = {self.row_block} "
+            f"{counted(n_r, 'rank')} x {counted(n_s, 'sequence number')}, aggregated: each cell = {self.row_block} "
             f"rank{'s' if self.row_block > 1 else ''} x {self.col_block} seq{'s' if self.col_block > 1 else ''}, "
             "showing the most severe state. Click a block (or drag a box) to open it at full resolution."
         )
