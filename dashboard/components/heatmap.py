@@ -116,26 +116,33 @@ def _act_on_click(pg_key: str, window: state.Window | None, view_for: ViewFor) -
 
 
 def _caption(grid: Grid, view: HeatmapView, window: state.Window | None, focus: tuple | None) -> None:
-    """What the chart shows, and the button back to the overview (or out to every seq)."""
+    """What the chart shows, and the buttons to the other first windows, every seq, or back."""
     ss = st.session_state
     head, back = st.columns([5, 1])
     text = view.describe()
     n_all = len(grid.seqs)
     newest = recent_window(grid)
-    if window is not None and focus is not None and _tuple(window) == focus:
-        if focus == newest:
+    shown = _tuple(window)
+    if window is not None and focus is not None and shown in (focus, newest):
+        other = None
+        if shown == newest:
             text = f"Newest {len(view.seqs)} of {n_all} sequence numbers. " + text
+            if focus != newest:
+                other = ("The wavefront", focus, state.SHOW_STORY)
         else:
             text = (
                 f"Seqs {focus[2]}-{focus[3]} of {n_all} recorded ({int(grid.seqs[0])}-{int(grid.seqs[-1])}): "
                 "the wavefront and the first divergence. " + text
             )
-            head, newer, back = st.columns([4, 1, 1])
-            newer.button(
-                f"Newest {newest[3] - newest[2] + 1} seqs",
+            other = (f"Newest {newest[3] - newest[2] + 1} seqs", newest, state.SHOW_NEWEST)
+        if other is not None:
+            head, switch, back = st.columns([4, 1, 1])
+            name, region, key = other
+            switch.button(
+                name,
                 on_click=state.set_window,
-                args=(ss, state.Window(grid.pg_key, *newest)),
-                key=state.SHOW_NEWEST,
+                args=(ss, state.Window(grid.pg_key, *region)),
+                key=key,
                 width="stretch",
             )
         whole = state.Window(grid.pg_key, 0, len(grid.ranks), int(grid.seqs[0]), int(grid.seqs[-1]))
