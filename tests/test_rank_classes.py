@@ -109,3 +109,28 @@ def test_a_wait_cycle_between_classes_still_folds() -> None:
     graph = fold([cls(0, [1]), cls(1, [2]), cls(2, [0]), cls(3, [3])])
     assert set(graph.nodes) == {0, 1, 2, 3} and graph.self_waiting == {3}
     assert all(0 <= d <= 4 for _, d in graph.nodes.values())
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_every_root_says_why_it_is_one(folder) -> None:
+    from analysis.report import roots
+
+    words = {roots.SUSPECT, roots.HIDDEN_RECEIVE, roots.FINISHED, roots.NO_DUMP, roots.UNREADABLE, roots.HELD_BY_NONE}
+    _, classes = _classes(folder)
+    for c in classes:
+        if c["waits_on"]:
+            assert c["root"] is None, c
+        else:
+            assert c["root"] in words, c
+            assert (c["root"] == roots.SUSPECT) == c["suspect"], c
+
+
+def test_the_silent_pipeline_ranks_are_a_root_blocked_in_a_hidden_receive() -> None:
+    """large_32_stuck: ranks 0-3 completed everything and stopped with their group (gloo records no send/recv)."""
+    from analysis.report import roots
+
+    _, classes = _classes(SAMPLE_DUMPS / "large_32_stuck")
+    quiet = next(c for c in classes if 0 in c["ranks"] and not c["waits_on"])
+    assert quiet["root"] == roots.HIDDEN_RECEIVE and set(quiet["ranks"]) == {0, 1, 2, 3}
+    (suspect,) = [c for c in classes if c["suspect"]]
+    assert suspect["root"] == roots.SUSPECT and suspect["ranks"] == [19]

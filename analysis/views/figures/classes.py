@@ -13,6 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from ...report.words import counted
 from ..classes import FoldedGraph, edge_text, fold, where_text
 from ..heatmap import short_text
 from ..tables import compact_ranks
@@ -57,9 +58,8 @@ def _nodes(graph: FoldedGraph, by_id: dict[int, dict[str, Any]], selected: int |
     ids = list(graph.nodes)
     cs = [by_id[i] for i in ids]
     labels = [
-        f"<b>class {c['id']}</b>: {c['size']} rank{'s' if c['size'] != 1 else ''}"
-        + (" · suspect" if c["suspect"] else "")
-        + f"<br>{short_text(compact_ranks(c['ranks'], limit=3), 40)}"
+        f"<b>class {c['id']}</b>: {counted(c['size'], 'rank')} {short_text(compact_ranks(c['ranks'], limit=3), 40)}"
+        + (f"<br><i>root: {short_text(c['root'], 60)}</i>" if c.get("root") else "")
         for c in cs
     ]
     hover = [
