@@ -40,6 +40,7 @@ def render(loaded: data.Loaded) -> None:
     if any(c["waits_on"] for c in classes):
         st.plotly_chart(
             class_graph(classes, selected),
+            width="content",
             key=state.CLASS_GRAPH,
             on_select="rerun",
             selection_mode="points",
