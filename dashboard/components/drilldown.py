@@ -84,12 +84,13 @@ def _diff_against_majority(a, pg_key: str, rank: int, seq: int, found: views.Cel
         st.caption(f"The same call stack: {mine} is {theirs}.")
         return
     st.markdown(f"**How {mine} differs from {theirs}**")
-    caption = "`+` only in this rank's stack, `-` only in the majority's, unmarked in both; outermost frame first."
+    caption = f"+ marks lines only in rank {rank}'s stack, - lines only in the majority's; unmarked lines are in both. "
+    caption += "Outermost frame first."
     if not found.exact:
         caption += (
             f" Rank {rank} recorded nothing at seq {seq}: the diff compares its newest entry with the majority's."
         )
-    st.caption(caption)
+    st.caption(md_escape(caption))
     diff = stacks.stack_diff(found.frames, stacks.stack_frames(a, majority.stack_id))
     st.code(tables.diff_text(diff), language="diff", wrap_lines=True)
 

@@ -77,6 +77,7 @@ def test_verdict_picker_and_wavefront_whole_at_1280_and_1920(serve, wide_page):
     _idle(page)
     diff = page.get_by_text(f"differs from the majority's at seq {w.collective_seq_id} ({w.op}")
     diff.wait_for(timeout=10_000)  # the diff says what it compares
+    assert page.get_by_text("the diff compares its newest entry with the majority's").is_visible()
     page.wait_for_selector('[data-testid="stCode"] pre', timeout=10_000)
     _whole(page, '[data-testid="stCode"] pre')
 
