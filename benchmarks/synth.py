@@ -26,7 +26,7 @@ import pickle
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.frames import build_stacks
@@ -272,6 +272,24 @@ def _write_rank(rank: int) -> int:
         return f.tell()
 
 
+def _run_ahead(ops: list, states: list[str], n: int) -> tuple[list, list[str]]:
+    """The TP peers enqueue ``n`` more TP collectives past the one they hang in (NCCL
+    launches asynchronously, so a rank's buffer runs ahead of the collective it waits in)."""
+    last = next(op for op in reversed(ops) if op.kind == "tp")
+    top = ops[-1]
+    more = [
+        replace(
+            last,
+            record_id=top.record_id + k,
+            collective_seq_id=last.collective_seq_id + k,
+            op_id=top.op_id + k,
+            time_created_ns=top.time_created_ns + k * 1_000_000,
+        )
+        for k in range(1, n + 1)
+    ]
+    return ops + more, states + ["scheduled"] * n
+
+
 def _make_plan(
     out_dir: str,
     layout: Layout,
@@ -280,6 +298,7 @@ def _make_plan(
     fmt: str,
     version: str,
     shape: Shape,
+    run_ahead: int = 0,
 ) -> _Plan:
     stacks = build_stacks()
     templates: dict[tuple[str, int], list[tuple]] = {}
@@ -297,6 +316,8 @@ def _make_plan(
             if role == "pp_victim" and hang is not None and stage == hang.culprit_coords[0]:
                 continue
             kept, states = cut(ops, last_start, role, stage, shape, hang)
+            if role == "tp_peer" and run_ahead:
+                kept, states = _run_ahead(kept, states, run_ahead)
             templates[(role, stage)] = _template(kept, states, entries, stacks)
             status[(role, stage)] = _status(kept, states)
     return _Plan(
@@ -323,6 +344,7 @@ def write_dump_set(
     pp: int = 4,
     version: str = "2.10",
     processes: int | None = None,
+    run_ahead: int = 0,
 ) -> dict:
     """Write a dump set for ``ranks`` ranks and return its truth record (also in truth.json).
 
@@ -332,6 +354,8 @@ def write_dump_set(
     ``fault='none'``: a healthy job, every entry completed.
     ``fault='stalled'``: every rank issues the last step's first DP all_reduce and none
     completes it (stuck in flight everywhere: the dumps alone single out no rank).
+    ``run_ahead``: with ``fault='stuck'``, the culprit's TP peers have enqueued that many
+    more TP collectives past the one they hang in.
     """
     if fault not in ("stuck", "none", "stalled"):
         raise ValueError(f"unknown fault {fault!r}")
@@ -361,7 +385,7 @@ def write_dump_set(
             tp_index=rng.randrange(2 * shape.layers),
         )
     t0 = time.perf_counter()
-    _PLAN = _make_plan(str(out), layout, entries, hang, fmt, version, shape)
+    _PLAN = _make_plan(str(out), layout, entries, hang, fmt, version, shape, run_ahead)
     procs = processes or os.cpu_count() or 1
     if procs == 1 or ranks < 64:
         total = sum(_write_rank(r) for r in range(ranks))
@@ -436,6 +460,12 @@ def main(argv: list[str] | None = None) -> int:
         help="dump format version ('2.9' writes nccl_version)",
     )
     ap.add_argument("--processes", type=int, default=None)
+    ap.add_argument(
+        "--run-ahead",
+        type=int,
+        default=0,
+        help="with --fault stuck: the culprit's TP peers enqueued this many more collectives past the hang",
+    )
     args = ap.parse_args(argv)
     if args.family:
         truth = write_family_set(args.out, args.family, seed=args.seed)
@@ -458,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         tp=args.tp,
         pp=args.pp,
         version=args.version,
+        run_ahead=args.run_ahead,
         processes=args.processes,
     )
     print(

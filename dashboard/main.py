@@ -9,7 +9,20 @@ import streamlit as st
 
 from . import data, sources, state, timings
 from .args import parse_args
-from .components import drilldown, export, heatmap, job, loading, overview, sidebar, verdict, waits, wavefront
+from .components import (
+    drilldown,
+    export,
+    groups,
+    heatmap,
+    job,
+    loading,
+    overview,
+    sidebar,
+    style,
+    verdict,
+    waits,
+    wavefront,
+)
 from .components.text import md_escape
 from .proxy_source import proxy_path
 
@@ -23,6 +36,7 @@ def run(argv: Sequence[str]) -> None:
 
 def _page(argv: Sequence[str]) -> None:
     st.set_page_config(page_title="Flight Deck", page_icon=":material/flight_land:", layout="wide")
+    style.apply()
     args = parse_args(argv)
     ss = st.session_state
     state.hydrate(ss, st.query_params)
@@ -60,21 +74,20 @@ def _page(argv: Sequence[str]) -> None:
         return
 
     verdict.render(report)
-    labels = sidebar.group_labels(report)
     order = data.relevance_order(loaded)
     if not order:
         st.info("The dumps name no process groups.")
         return
-    pg_key = sidebar.group_picker(labels, order)
+    groups.current(order)
     st.sidebar.caption(
         md_escape(f"Analysed in {loaded.seconds:.2f} s · {report.ranks_loaded} ranks · {len(order)} groups")
     )
 
-    _tabs(loaded, pg_key, labels.get(pg_key, pg_key), source.label)
+    _tabs(loaded, order, source.label)
     state.write_query(st.query_params, ss)
 
 
-def _tabs(loaded: data.Loaded, pg_key: str, group_label: str, source_label: str) -> None:
+def _tabs(loaded: data.Loaded, order: list[str], source_label: str) -> None:
     """The view's tabs."""
     # Only the open tab is drawn: hidden charts and tables would slow every rerun.
     tab_heat, tab_job, tab_wave, tab_all, tab_waits, tab_export = st.tabs(
@@ -82,7 +95,7 @@ def _tabs(loaded: data.Loaded, pg_key: str, group_label: str, source_label: str)
     )
     if tab_heat.open:
         with tab_heat:
-            st.subheader(md_escape(group_label), anchor=False)
+            pg_key = groups.picker(groups.labels(loaded.report), order)
             cell = heatmap.render(loaded, pg_key)
             drilldown.render(loaded, pg_key, cell)
     if tab_job.open:

@@ -103,7 +103,7 @@ def test_a_rank_that_did_not_move_while_its_peers_did(tmp_path) -> None:
     c = report.compare
     assert c["motion"] == "straggler" and c["stalled_ranks"] == [1] and c["stuck_ranks"] == [1]
     assert c["progressing_ranks"] == [0, 2, 3]
-    assert c["summary"].startswith("Rank 1 completed nothing") and "3 other rank(s) went on" in c["summary"]
+    assert c["summary"].startswith("Rank 1 completed nothing") and "3 other ranks went on" in c["summary"]
 
 
 def test_bad_earlier_folders_are_clear_errors(tmp_path) -> None:

@@ -214,8 +214,12 @@ def test_wavefront_tab_and_overview_tables(monkeypatch, samples, stuck, report):
     assert written, "the waiting peer wrote its entry with a stack"
     codes = _codes(at)
     assert all(text in codes for text in written)
-    bars = _spec(at)["data"][0]
-    assert bars["type"] == "bar" and len(bars["x"]) == len(w.pg_ranks)
+    bars, *marks = _spec(at)["data"]
+    # A rank that never issued the collective has no time: a mark on the axis, not a bar.
+    never = {x for m in marks if m["name"] == "never issued" for x in m["x"]}
+    assert bars["type"] == "bar" and all(m["type"] == "scatter" for m in marks)
+    assert never and not never & set(bars["x"])
+    assert set(bars["x"]) | {x for m in marks for x in m["x"]} == {str(r) for r in w.pg_ranks}
     at.session_state[state.TAB] = "All groups"
     at.run()
     dfs = [d.value for d in at.dataframe]

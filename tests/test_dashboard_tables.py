@@ -29,3 +29,15 @@ def test_progress_table_lists_groups_that_share_a_name_by_key(tmp_path) -> None:
         assert list(table["ranks"]) == [{"1:0,1": "0-1", "1:2,3": "2-3"}[k] for k in order]
     behind = tables.progress_table(report, ["1:0,1", "1:2,3"]).iloc[0]
     assert behind["lagging ranks"] == "1" and behind["enqueued (min..max)"] == "2..3"
+
+
+def test_columns_are_as_wide_as_their_longest_cell_and_short_tables_are_drawn_whole():
+    import pandas as pd
+
+    from dashboard.tables import MAX_COLUMN_PX, MAX_WHOLE_ROWS, column_widths, table_height
+
+    df = pd.DataFrame({"ranks": ["0-3", "20-22, 24-26, 28-30, 32-34"], "t": ["2026-12-06 22:14:05.123456 UTC", None]})
+    widths = column_widths(df)
+    assert widths["ranks"] >= 7 * len("20-22, 24-26, 28-30, 32-34") and widths["t"] >= 232
+    assert column_widths(pd.DataFrame({"x": ["y" * 1000]}))["x"] == MAX_COLUMN_PX
+    assert table_height(17) == "content" and isinstance(table_height(MAX_WHOLE_ROWS + 1), int)

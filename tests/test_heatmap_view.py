@@ -7,7 +7,7 @@ import numpy as np
 
 from analysis.views.figures.heatmap import heatmap_figure
 from analysis.views.grid import COMPLETED, NOT_ISSUED, SCHEDULED, Grid
-from analysis.views.heatmap import build_view, recent_window
+from analysis.views.heatmap import build_view, first_divergence, recent_window, story_window
 from dashboard import selection
 
 
@@ -51,6 +51,28 @@ def test_long_history_opens_on_newest_seqs():
     assert recent_window(_stuck_grid(8, 100, stuck=3, wave=50), 120) is None
     view = build_view(grid, recent_window(grid, 120))
     assert not view.aggregated and view.codes.shape == (8, 120)
+
+
+def _run_ahead_grid(ahead: int = 129) -> Grid:
+    """Peers enqueued ``ahead`` collectives past the wavefront (seq 300) that rank 3 never issued."""
+    codes = np.full((8, 400 + ahead), COMPLETED, dtype=np.int8)
+    codes[:, 300:] = SCHEDULED
+    codes[3, 300:] = NOT_ISSUED
+    return Grid("g", np.arange(8), np.arange(1, 401 + ahead), codes)
+
+
+def test_first_window_holds_wavefront_and_divergence_however_far_peers_ran_ahead():
+    grid = _run_ahead_grid()
+    assert first_divergence(grid) == 301
+    r0, r1, s0, s1 = story_window(grid, wavefront_seq=301, max_cols=40)
+    assert (r0, r1) == (0, 8) and s0 <= 301 <= s1 and s1 - s0 + 1 == 40
+    assert s0 < 290, "the history before the wavefront is on screen"
+    assert recent_window(grid, 40)[2] > 301, "the newest seqs alone would miss it"
+    # Without a wavefront (another group) the first divergence anchors the window.
+    assert story_window(grid, None, max_cols=40) == (r0, r1, s0, s1)
+    # A group whose members never part opens on its newest seqs.
+    calm = Grid("h", np.arange(4), np.arange(1, 101), np.full((4, 100), COMPLETED, dtype=np.int8))
+    assert first_divergence(calm) is None and story_window(calm, None, 40) == recent_window(calm, 40)
 
 
 def test_window_shows_full_resolution():

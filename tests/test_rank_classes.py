@@ -3,6 +3,7 @@ each class's situation as the dump files show it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -109,3 +110,72 @@ def test_a_wait_cycle_between_classes_still_folds() -> None:
     graph = fold([cls(0, [1]), cls(1, [2]), cls(2, [0]), cls(3, [3])])
     assert set(graph.nodes) == {0, 1, 2, 3} and graph.self_waiting == {3}
     assert all(0 <= d <= 4 for _, d in graph.nodes.values())
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_every_root_says_why_it_is_one(folder) -> None:
+    from analysis.report import roots
+
+    words = {roots.SUSPECT, roots.HIDDEN_RECEIVE, roots.FINISHED, roots.NO_DUMP, roots.UNREADABLE, roots.HELD_BY_NONE}
+    _, classes = _classes(folder)
+    for c in classes:
+        if c["waits_on"]:
+            assert c["root"] is None, c
+        else:
+            assert c["root"] in words, c
+            assert (c["root"] == roots.SUSPECT) == c["suspect"], c
+
+
+def test_the_silent_pipeline_ranks_are_a_root_blocked_in_a_hidden_receive() -> None:
+    """large_32_stuck: ranks 0-3 completed everything and stopped with their group (gloo records no send/recv)."""
+    from analysis.report import roots
+
+    _, classes = _classes(SAMPLE_DUMPS / "large_32_stuck")
+    quiet = next(c for c in classes if 0 in c["ranks"] and not c["waits_on"])
+    assert quiet["root"] == roots.HIDDEN_RECEIVE and set(quiet["ranks"]) == {0, 1, 2, 3}
+    (suspect,) = [c for c in classes if c["suspect"]]
+    assert suspect["root"] == roots.SUSPECT and suspect["ranks"] == [19]
+
+
+@pytest.mark.parametrize("folder", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_the_layered_picture_has_roots_on_top_and_no_arrow_through_a_label(folder) -> None:
+    """From the layout's own coordinates: every class box and arrow label is clear of the
+    arrows that do not end at it, no two boxes overlap, and each arrow runs downwards."""
+    from analysis.views.classes import fold
+    from analysis.views.figures.classes import class_graph, place
+
+    _, classes = _classes(folder)
+    by_id = {c["id"]: c for c in classes}
+    graph = fold(classes)
+    placed = place(graph, by_id)
+    boxes = {("class", i): b for i, b in placed.nodes.items()} | {("label", *k): b for k, b in placed.labels.items()}
+    for key, pts in [*placed.into_label.items(), *placed.out_of_label.items()]:
+        own = {("class", key[0]), ("class", key[1]), ("label", *key)}
+        for p, q in itertools.pairwise(pts):
+            crossed = [name for name, box in boxes.items() if name not in own and box.crossed_by(p, q)]
+            assert not crossed, f"arrow {key} runs through {crossed}"
+    names = list(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            p, q = boxes[a], boxes[b]
+            apart = abs(p.x - q.x) >= (p.w + q.w) / 2 or abs(p.y - q.y) >= (p.h + q.h) / 2
+            assert apart, f"{a} overlaps {b}"
+    for b, w, _ in graph.edges:
+        if not {b, w} & graph.self_waiting and not _in_cycle(graph, b, w):
+            assert placed.nodes[b].y < placed.labels[(b, w)].y < placed.nodes[w].y, "blocker above its waiter"
+    labels = " ".join(t for tr in class_graph(classes).data if tr.mode == "text" for t in tr.text)
+    for i in graph.nodes:
+        if by_id[i]["root"]:
+            assert f"root: {by_id[i]['root'].split()[0]}" in labels, "every root says why it is one"
+
+
+def _in_cycle(graph, b: int, w: int) -> bool:
+    """Whether ``b`` is reachable from ``w`` (the arrow b -> w closes a cycle)."""
+    seen, todo = set(), [w]
+    while todo:
+        n = todo.pop()
+        if n == b:
+            return True
+        seen.add(n)
+        todo += [v for u, v, _ in graph.edges if u == n and v not in seen]
+    return False

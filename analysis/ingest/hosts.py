@@ -55,7 +55,7 @@ def read_hostfile(path: str | Path) -> HostMap:
 def _row(name: str, lineno: int, cells: list[str]) -> tuple[int, str]:
     where = f"hostfile {name}, line {lineno}"
     if len(cells) != 2:
-        raise InputError(f"{where}: expected 'rank,host', found {len(cells)} field(s)")
+        raise InputError(f"{where}: expected 'rank,host', found {len(cells)} field{'s' if len(cells) != 1 else ''}")
     rank_text, host = cells
     if not rank_text.isdigit():
         raise InputError(f"{where}: rank {rank_text!r} is not a whole number")

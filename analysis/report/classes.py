@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..diagnosis.analysis import Analysis
+from ..diagnosis.findings import Finding
 from ..diagnosis.rank_classes import Place, RankClass, Situation
+from .roots import hidden_receivers, root_reason
 
 
 def place_fields(a: Analysis, place: Place | None, pg_keys: tuple[str, ...]) -> dict[str, Any] | None:
@@ -24,8 +27,10 @@ def place_fields(a: Analysis, place: Place | None, pg_keys: tuple[str, ...]) -> 
     }
 
 
-def class_fields(a: Analysis, classes: list[RankClass]) -> list[dict[str, Any]]:
-    """One object per class, largest first; ``id`` is the position, ``waits_on`` refers to ids."""
+def class_fields(a: Analysis, classes: list[RankClass], findings: Iterable[Finding] = ()) -> list[dict[str, Any]]:
+    """One object per class, largest first; ``id`` is the position, ``waits_on`` refers to ids,
+    ``root`` says why a class that waits on no other is a root (``findings``: the diagnosis's)."""
+    hidden = hidden_receivers(findings)
     out = []
     for i, c in enumerate(classes):
         where = place_fields(a, c.place, c.pg_keys)
@@ -44,4 +49,5 @@ def class_fields(a: Analysis, classes: list[RankClass]) -> list[dict[str, Any]]:
                 "waits_on": [{"class": k, "reason": reason} for k, reason in c.waits_on],
             }
         )
+        out[-1]["root"] = root_reason(out[-1], hidden)
     return out

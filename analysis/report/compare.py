@@ -6,7 +6,7 @@ from typing import Any
 
 from ..diagnosis.compare import Comparison, Motion
 from .times import seconds
-from .words import ranks_text
+from .words import counted, ranks_text
 
 
 def compare_sentence(c: Comparison) -> str:
@@ -25,7 +25,7 @@ def compare_sentence(c: Comparison) -> str:
     if c.motion == Motion.STRAGGLER:
         one = len(c.named) == 1
         text = (
-            f"{named.capitalize()} completed nothing {between} while {len(c.progressing)} other rank(s) went on: "
+            f"{named.capitalize()} completed nothing {between} while {counted(len(c.progressing), 'other rank')} went on: "
             f"{'it is the straggler' if one else 'they are the stragglers'}, stuck, not slow."
         )
         others = sorted(set(c.stalled) - set(c.named))

@@ -12,7 +12,7 @@ from ..diagnosis.level_counts import ISSUED
 from ..model.groups import GroupIndex
 from ..model.health import DEVICE_WORDS
 from ..types import FailureClass, FileError
-from .words import group_label, ranks_text
+from .words import counted, group_label, ranks_text
 
 _ATTRIBUTE_WORDS = {
     s.OP: "ops",
@@ -126,7 +126,7 @@ def _went_past(f: Finding, where: str) -> str:
 def _went_ahead(f: Finding, where: str) -> str:
     d = f.detail
     return (
-        f"Rank {f.rank} went ahead of its program: it issued {d['more']} more collective(s) of group "
+        f"Rank {f.rank} went ahead of its program: it issued {counted(d['more'], 'more collective')} of group "
         f"{d['ahead_in']} than the other ranks of its program at that point issued in theirs, and {ranks_text(f.waiters)} wait for it "
         f"at seq {f.seq} ({f.op or 'collective'}) of {where}, which it reaches only behind what it waits in "
         "(a skipped collective)."
@@ -347,7 +347,8 @@ def _p2p_invisible(f: Finding, where: str) -> str:
 
 
 def _waiting(f: Finding, where: str) -> str:
-    return f"{len(f.ranks)} rank(s) are blocked waiting, directly or through others: {ranks_text(f.ranks, 24)}."
+    verb = "is" if len(f.ranks) == 1 else "are"
+    return f"{counted(len(f.ranks), 'rank')} {verb} blocked waiting, directly or through others: {ranks_text(f.ranks, 24)}."
 
 
 QUOTE_CHARS = 120

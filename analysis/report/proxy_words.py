@@ -18,7 +18,7 @@ from ..diagnosis.proxy_agree import (
 )
 from ..diagnosis.proxy_waits import Finding, ProxyWaits
 from ..diagnosis.proxy_walk import LINK, RECEIVER, SLOW_GPU, UNRESOLVED
-from .words import ranks_text
+from .words import counted, ranks_text
 
 PREFIX = "Proxy-op waits (NCCL):"
 
@@ -146,7 +146,7 @@ def proxy_sentences(pw: ProxyWaits, inflight: pd.DataFrame, agreement: Agreement
     if flipped:
         c, r, s = flipped[0]
         out.append(
-            f"{len(flipped)} receive edge(s) name a sender that sent nothing to the receiver, which itself sends to "
+            f"{counted(len(flipped), 'receive edge')} {'names' if len(flipped) == 1 else 'name'} a sender that sent nothing to the receiver, which itself sends to "
             f"that rank (e.g. rank {r} receiving from {s} in communicator {c}): their peers look reversed. They are "
             "matched to no send and blamed on no one; probing's rules take each such receive as the receiver's own "
             "wait."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from .report import Report, Wavefront
-from .words import compact_ranks, ranks_text
+from .words import compact_ranks, counted, ranks_text
 
 _CLASS_WORDS = {
     "missing_participant": (
@@ -62,7 +62,8 @@ def summary_sentence(
         # the file is there: "wrote no dump" would be false
         one, many = _UNREADABLE_WORDS if set(suspects) <= set(unreadable) else _NO_READABLE_DUMP_WORDS
     words = one if len(suspects) == 1 else many
-    blocked = f"; {n_victims} other rank(s) wait on {'it' if len(suspects) == 1 else 'them'}" if n_victims else ""
+    them = "it" if len(suspects) == 1 else "them"
+    blocked = f"; {counted(n_victims, 'other rank')} {_wait(n_victims)} on {them}" if n_victims else ""
     return f"{who} {words}{where}{blocked}."
 
 
@@ -76,7 +77,7 @@ def tie_broken_summary(suspects: list[int], wave: Wavefront | None, n_victims: i
     verb = "fails" if len(suspects) == 1 else "fail"
     return (
         f"The job hangs{where} with every member stuck in flight; {who} {verb} a node health check and "
-        f"{'is' if len(suspects) == 1 else 'are'} the likely cause; {n_victims} other rank(s) wait."
+        f"{'is' if len(suspects) == 1 else 'are'} the likely cause; {counted(n_victims, 'other rank')} {_wait(n_victims)}."
     )
 
 
@@ -143,10 +144,10 @@ def _confidence(report: Report) -> str:
 def _classes(report: Report) -> str:
     """How many classes, and the suspects' classes."""
     mine = [c for c in report.rank_classes if c["suspect"]]
-    text = f"{len(report.rank_classes)} (largest {report.rank_classes[0]['size']} ranks)"
+    text = f"{len(report.rank_classes)} (largest {counted(report.rank_classes[0]['size'], 'rank')})"
     if mine:
         sizes = ", ".join(str(c["size"]) for c in mine[:4])
-        text += f"; suspects in {len(mine)} class{'es' if len(mine) != 1 else ''} of {sizes} rank(s)"
+        text += f"; suspects in {counted(len(mine), 'class', 'classes')} of {sizes} rank{'s' if sizes != '1' else ''}"
     return text
 
 
@@ -166,3 +167,7 @@ def _drain_lines(report: Report) -> list[str]:
     if report.suspect_ranks and report.host_map is None:
         return ["Drain: hosts unknown (give --ranks-per-node N or --hostfile FILE)."]
     return [] if not report.suspect_ranks else ["Drain: no host holds a suspect."]
+
+
+def _wait(n: int) -> str:
+    return "waits" if n == 1 else "wait"

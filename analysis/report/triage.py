@@ -31,7 +31,7 @@ def add_triage(
     report.confidence = confidence(caveats).value
     report.caveats = [caveat_sentence(c, a, d.wave) for c in caveats]
     report.classes = rank_classes(a, d)
-    report.rank_classes = class_fields(a, report.classes)
+    report.rank_classes = class_fields(a, report.classes, d.findings)
     set_hosts(report, host_map or names_host_map(a))
     if earlier is not None:
         report.comparison = compare_progress(a, earlier, set(d.suspect_classes))

@@ -28,6 +28,11 @@ def compact_ranks(ranks: Sequence[int], limit: int = 12) -> str:
     return ", ".join(runs)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 rank``, ``3 ranks``, ``2 classes``: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def ranks_text(ranks: Sequence[int], limit: int = 12) -> str:
     """``rank 5``, ``ranks 0-3, 7``: ranks as a sentence names them."""
     if not len(ranks):
@@ -39,4 +44,4 @@ def group_label(g: _Group | None) -> str:
     """``group 3 (tensor_parallel, ranks 4-5)``: a group as sentences and pickers name it."""
     if g is None:
         return "an unknown group"
-    return f"group {g.name} ({g.desc or 'no description'}, ranks {compact_ranks(g.ranks, 8)})"
+    return f"group {g.name} ({g.desc or 'no description'}, {ranks_text(g.ranks, 8)})"

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from .grid import STATE_NAMES, Grid, aggregate, block_max
+from ..report.words import counted
+from .grid import OUTSIDE, STATE_NAMES, Grid, aggregate, block_max
 
 #: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
 #: the browser's paint time: for a 1,024 x 2,000 grid on a busy 2-core machine a page
@@ -23,7 +24,8 @@ from .grid import STATE_NAMES, Grid, aggregate, block_max
 MAX_RAW_CELLS = 12_000
 MAX_BLOCK_ROWS = 96
 MAX_BLOCK_COLS = 125
-#: A group with a longer history opens on its newest sequence numbers (hangs are at the end).
+#: A group with a longer history opens on this many sequence numbers around its wavefront
+#: and first divergence (:func:`story_window`); the newest ones are one click away.
 RECENT_SEQS = 40
 
 
@@ -68,9 +70,9 @@ class HeatmapView:
         """How the region is drawn, in one sentence for the page."""
         n_r, n_s = self.n_rows, len(self.seqs)
         if not self.aggregated:
-            return f"{n_r} ranks x {n_s} sequence numbers, one cell per (rank, seq)."
+            return f"{counted(n_r, 'rank')} x {counted(n_s, 'sequence number')}, one cell per (rank, seq)."
         return (
-            f"{n_r} ranks x {n_s} sequence numbers, aggregated: each cell = {self.row_block} "
+            f"{counted(n_r, 'rank')} x {counted(n_s, 'sequence number')}, aggregated: each cell = {self.row_block} "
             f"rank{'s' if self.row_block > 1 else ''} x {self.col_block} seq{'s' if self.col_block > 1 else ''}, "
             "showing the most severe state. Click a block (or drag a box) to open it at full resolution."
         )
@@ -142,6 +144,41 @@ def recent_window(grid: Grid, max_cols: int = RECENT_SEQS) -> tuple[int, int, in
     if len(grid.seqs) <= max_cols:
         return None
     return 0, len(grid.ranks), int(grid.seqs[-max_cols]), int(grid.seqs[-1])
+
+
+def first_divergence(grid: Grid) -> int | None:
+    """The first sequence number where the group's members are not all in the same state
+    (cells outside a ring buffer left aside), or None where they never part."""
+    codes = grid.codes
+    if codes.size == 0:
+        return None
+    seen = codes != OUTSIDE
+    hi = np.where(seen, codes, -1).max(axis=0)
+    lo = np.where(seen, codes, 127).min(axis=0)
+    parted = np.nonzero(seen.any(axis=0) & (hi != lo))[0]
+    return int(grid.seqs[parted[0]]) if parted.size else None
+
+
+def story_window(
+    grid: Grid, wavefront_seq: int | None = None, max_cols: int = RECENT_SEQS
+) -> tuple[int, int, int, int] | None:
+    """The window a group's heatmap opens on: its wavefront and first divergence with the
+    history just before them, whatever the ring buffers hold beyond (NCCL ranks enqueue
+    far past the collective they wait in). The newest seqs where neither is known; None
+    when the whole history fits."""
+    if len(grid.seqs) <= max_cols:
+        return None
+    first, last = int(grid.seqs[0]), int(grid.seqs[-1])
+    anchors = [a for a in (wavefront_seq, first_divergence(grid)) if a is not None and first <= a <= last]
+    if not anchors:
+        return recent_window(grid, max_cols)
+    lo, hi = min(anchors), max(anchors)
+    after = max(max_cols // 8, 1)  # a few seqs past the story show what the others did next
+    width = max(max_cols, hi - lo + 1 + after)
+    s1 = min(hi + after, last)
+    s0 = max(s1 - width + 1, first)
+    s1 = min(max(s1, s0 + width - 1), last)
+    return 0, len(grid.ranks), s0, s1
 
 
 def hover_labels(view: HeatmapView, cells: pd.DataFrame) -> np.ndarray:

@@ -22,15 +22,16 @@ from .drilldown import dump_ns, suspect_stack
 from .figures.classes import class_graph
 from .figures.heatmap import heatmap_figure
 from .grid import group_grid
-from .heatmap import build_view, recent_window
+from .heatmap import build_view, story_window
 from .waits import rank_marks
 
 _STYLE = (
     "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#212121}"
     ".verdict{padding:1em;border-radius:6px;background:#fbe9e7;border-left:6px solid #b71c1c}"
     ".healthy{background:#e8f5e9;border-left-color:#2e7d32}"
-    "pre{background:#f5f5f5;padding:.8em;overflow:auto;font-size:12px}"
-    ".tbl{border-collapse:collapse;font-size:13px}.tbl td,.tbl th{border:1px solid #ddd;padding:3px 6px}"
+    "pre{background:#f5f5f5;padding:.8em;overflow:auto;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}"
+    ".tbl{border-collapse:collapse;font-size:13px;max-width:100%}"
+    ".tbl td,.tbl th{border:1px solid #ddd;padding:3px 6px;overflow-wrap:anywhere}"
     ".caveats li{color:#6d4c41}:target{background:#fff8e1}"
     "</style>"
 )
@@ -59,7 +60,7 @@ def wavefront_figure(report: Report) -> go.Figure | None:
     grid = group_grid(report.analysis, w.pg_key)
     if grid.codes.size == 0:
         return None
-    view = build_view(grid, recent_window(grid))
+    view = build_view(grid, story_window(grid, w.collective_seq_id))
     return heatmap_figure(
         view,
         wavefront_seq=w.collective_seq_id,

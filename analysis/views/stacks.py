@@ -37,6 +37,8 @@ class Majority:
 
     stack_id: int
     num_ranks: int
+    op: str | None = None
+    """The collective the majority recorded it at (``all_reduce``), when known."""
 
 
 def majority_stack(a: Analysis, pg_key: str, seq: int) -> Majority | None:
@@ -45,7 +47,10 @@ def majority_stack(a: Analysis, pg_key: str, seq: int) -> Majority | None:
     if not groups:
         return None
     sid, ranks = groups[0]
-    return Majority(sid, len(ranks))
+    c = a.cells
+    ops = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == ranks[0]), s.OP]
+    op = None if ops.empty or pd.isna(ops.iloc[0]) else str(ops.iloc[0])
+    return Majority(sid, len(ranks), op)
 
 
 def stack_diff(mine: list[str], majority: list[str]) -> list[tuple[str, str]]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis import schema as s
+from analysis.report.words import counted
 from analysis.views import drilldown as views
 from analysis.views import stacks
 from analysis.views.grid import STATE_NAMES, shown_state
 
 from .. import data, tables
-from . import health
+from . import health, table
 from .text import md_escape
 
 
@@ -44,34 +45,54 @@ def render(loaded: data.Loaded, pg_key: str, cell: tuple[int, int] | None) -> No
         st.markdown("**Entry at this seq**" if exact else "**Newest entry of this rank in the group**")
         if entry is not None:
             shown = views.readable_entry(entry, data.dump_ns(loaded))
-            st.dataframe(tables.entry_table(shown), hide_index=True, width="stretch", height=360)
+            table.show(tables.entry_table(shown), height=360)
         else:
             st.text("(no entry)")
     with right:
-        st.markdown(f"**Call stack of rank {rank}** (innermost frame first)")
+        newest = "" if exact or entry is None else ", its newest entry in this group"
+        st.markdown(f"**Call stack of rank {rank}{md_escape(_at(entry))}**{newest} (innermost frame first)")
         st.code(tables.frames_text(frames), language=None, wrap_lines=True)
-        _diff_against_majority(a, pg_key, seq, found)
+        _diff_against_majority(a, pg_key, rank, seq, found)
 
     st.markdown(f"**Newest entries of rank {rank}** (all groups, newest first)")
-    st.dataframe(views.last_entries(a, rank, 20), hide_index=True, width="stretch", height=280)
+    table.show(views.last_entries(a, rank, 20))
 
 
-def _diff_against_majority(a, pg_key: str, seq: int, found: views.CellEntry) -> None:
+def _at(entry: dict | None) -> str:
+    """`` at seq 10 (all_gather)``: where an entry was recorded, as the headings name it."""
+    if entry is None or entry.get(s.SEQ) is None:
+        return ""
+    op = entry.get(s.OP)
+    return f" at seq {entry.get(s.SEQ)}" + (f" ({op})" if op else "")
+
+
+def _diff_against_majority(a, pg_key: str, rank: int, seq: int, found: views.CellEntry) -> None:
+    """The rank's stack against the stack most members recorded at ``seq``, each named by its seq and op."""
     if not found.frames:
         st.caption("No call stack recorded for this entry (NCCL dumps may omit them).")
         return
     majority = stacks.majority_stack(a, pg_key, seq)
     if majority is None:
         return
-    if found.stack_id == majority.stack_id:
-        st.caption(f"Same call stack as the majority at seq {seq} ({majority.num_ranks} ranks).")
-        return
-    st.markdown(
-        f"**How it differs from the majority's stack at seq {seq}** ({majority.num_ranks} ranks; "
-        "`+` this rank, `-` majority, outermost frame first)"
+    mine = md_escape(f"rank {rank}'s stack{_at(found.entry)}")
+    theirs = md_escape(
+        f"the majority's at seq {seq}"
+        + (f" ({majority.op})" if majority.op else "")
+        + f", {counted(majority.num_ranks, 'rank')}"
     )
+    if found.stack_id == majority.stack_id:
+        st.caption(f"The same call stack: {mine} is {theirs}.")
+        return
+    st.markdown(f"**How {mine} differs from {theirs}**")
+    caption = f"+ marks lines only in rank {rank}'s stack, - lines only in the majority's; unmarked lines are in both. "
+    caption += "Outermost frame first."
+    if not found.exact:
+        caption += (
+            f" Rank {rank} recorded nothing at seq {seq}: the diff compares its newest entry with the majority's."
+        )
+    st.caption(md_escape(caption))
     diff = stacks.stack_diff(found.frames, stacks.stack_frames(a, majority.stack_id))
-    st.code(tables.diff_text(diff), language="diff")
+    st.code(tables.diff_text(diff), language="diff", wrap_lines=True)
 
 
 def _state_name(loaded: data.Loaded, pg_key: str, rank: int, seq: int) -> str:

@@ -8,7 +8,7 @@ from .. import data, state
 
 
 def render(loaded: data.Loaded, title: str) -> None:
-    st.markdown("Save the finding for a postmortem. Files are built when you click.")
+    st.markdown("Save the finding for a postmortem report; each file is built when you click.")
     c1, c2 = st.columns(2)
     c1.download_button(
         "HTML report (opens offline)",
@@ -19,6 +19,10 @@ def render(loaded: data.Loaded, title: str) -> None:
         icon=":material/description:",
         key=state.DOWNLOAD_HTML,
     )
+    c1.caption(
+        "One page that opens offline: the verdict, the evidence, the job by rank class, the wavefront "
+        "group's heatmap, the suspects' call stacks and the tables. Also `python -m analysis DUMPS --html FILE`."
+    )
     c2.download_button(
         "Tables as Parquet (zip)",
         data=lambda: data.parquet_zip(loaded),
@@ -27,4 +31,8 @@ def render(loaded: data.Loaded, title: str) -> None:
         on_click="ignore",
         icon=":material/table:",
         key=state.DOWNLOAD_PARQUET,
+    )
+    c2.caption(
+        "The analysis tables, one Parquet file each, for pandas or DuckDB; the same files as "
+        "`python -m analysis DUMPS --parquet OUT`."
     )

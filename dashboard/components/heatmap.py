@@ -10,7 +10,7 @@ import streamlit as st
 from analysis.report.hosts import host_labels
 from analysis.views.figures.heatmap import heatmap_figure
 from analysis.views.grid import Grid
-from analysis.views.heatmap import HeatmapView, recent_window
+from analysis.views.heatmap import HeatmapView, recent_window, story_window
 
 from .. import data, selection, state
 
@@ -25,12 +25,13 @@ def render(loaded: data.Loaded, pg_key: str) -> tuple[int, int] | None:
         "Show what was completed since the earlier dumps (blue)", value=True, key=state.SHOW_MOVED
     ):
         moved_for = lambda view: data.moved(loaded, pg_key, view)
+    wavefront_seq = w.collective_seq_id if w is not None and w.pg_key == pg_key else None
     return render_grid(
         grid,
         lambda window: data.heatmap_view(loaded, pg_key, window),
-        wavefront_seq=w.collective_seq_id if w is not None and w.pg_key == pg_key else None,
+        wavefront_seq=wavefront_seq,
         suspects=report.suspect_ranks,
-        focus=recent_window(grid),
+        focus=story_window(grid, wavefront_seq),
         row_labels=host_labels(report.host_map, grid.ranks.tolist()),
         moved_for=moved_for,
         marks=data.rank_marks(loaded),
@@ -54,7 +55,8 @@ def render_grid(
     """Draw any group grid; ``view_for(window)`` returns the (cached) view and hover labels.
 
     ``focus`` is the region shown until the user opens another: for a group with a long
-    history, its newest sequence numbers (where hangs are), at full resolution.
+    history, the seqs around its wavefront and first divergence, at full resolution (the
+    caption offers the newest seqs and the whole history).
     ``row_labels`` (rank -> host) go beside the ranks; ``moved_for(view)`` gives the
     layer of cells completed since an earlier snapshot; ``marks`` (rank -> short text)
     flag rows (a failed health check, a proxy-wait culprit).
@@ -114,13 +116,35 @@ def _act_on_click(pg_key: str, window: state.Window | None, view_for: ViewFor) -
 
 
 def _caption(grid: Grid, view: HeatmapView, window: state.Window | None, focus: tuple | None) -> None:
-    """What the chart shows, and the button back to the overview (or out to every seq)."""
+    """What the chart shows, and the buttons to the other first windows, every seq, or back."""
     ss = st.session_state
     head, back = st.columns([5, 1])
     text = view.describe()
     n_all = len(grid.seqs)
-    if window is not None and focus is not None and _tuple(window) == focus:
-        text = f"Newest {len(view.seqs)} of {n_all} sequence numbers. " + text
+    newest = recent_window(grid)
+    shown = _tuple(window)
+    if window is not None and focus is not None and shown in (focus, newest):
+        other = None
+        if shown == newest:
+            text = f"Newest {len(view.seqs)} of {n_all} sequence numbers. " + text
+            if focus != newest:
+                other = ("The wavefront", focus, state.SHOW_STORY)
+        else:
+            text = (
+                f"Seqs {focus[2]}-{focus[3]} of {n_all} recorded ({int(grid.seqs[0])}-{int(grid.seqs[-1])}): "
+                "the wavefront and the first divergence. " + text
+            )
+            other = (f"Newest {newest[3] - newest[2] + 1} seqs", newest, state.SHOW_NEWEST)
+        if other is not None:
+            head, switch, back = st.columns([4, 1, 1])
+            name, region, key = other
+            switch.button(
+                name,
+                on_click=state.set_window,
+                args=(ss, state.Window(grid.pg_key, *region)),
+                key=key,
+                width="stretch",
+            )
         whole = state.Window(grid.pg_key, 0, len(grid.ranks), int(grid.seqs[0]), int(grid.seqs[-1]))
         back.button(
             f"Show all {n_all} seqs",

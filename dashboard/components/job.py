@@ -7,11 +7,13 @@ from typing import Any
 
 import streamlit as st
 
+from analysis.report.words import counted
 from analysis.views import stacks
 from analysis.views.classes import class_table, rank_place, where_text
 from analysis.views.figures.classes import class_graph
 
 from .. import data, selection, state, tables
+from . import table
 from .text import md_escape
 
 MAX_OPEN_BUTTONS = 8
@@ -30,26 +32,26 @@ def render(loaded: data.Loaded) -> None:
         ss[state.CLASS] = chosen
     selected = ss.get(state.CLASS)
     st.markdown(
-        f"**{report.ranks_loaded + len(report.missing_dumps)} ranks in {len(classes)} classes** "
+        f"**{counted(report.ranks_loaded + len(report.missing_dumps), 'rank')} in "
+        f"{counted(len(classes), 'class', 'classes')}** "
         "(ranks in the same place, state, call stack and waiting on the same classes). "
         "Click a class in the picture or a row to open it."
     )
     if any(c["waits_on"] for c in classes):
         st.plotly_chart(
             class_graph(classes, selected),
+            width="content",
             key=state.CLASS_GRAPH,
             on_select="rerun",
             selection_mode="points",
             config={"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d", "toImage"]},
         )
-    st.dataframe(
+    table.show(
         class_table(report),
+        {"suspect": "suspect class"},
         key=state.CLASS_TABLE,
         on_select="rerun",
         selection_mode="single-row",
-        hide_index=True,
-        width="stretch",
-        column_config={"suspect": "suspect class"},
     )
     if isinstance(selected, int) and 0 <= selected < len(classes):
         _detail(loaded, classes[selected])
@@ -98,7 +100,7 @@ def _detail(loaded: data.Loaded, c: dict[str, Any]) -> None:
     left, right = st.columns([1, 1.4])
     with left:
         rows = [{"rank": r, "host": (hosts.host(r) if hosts else None) or ""} for r in c["ranks"][:MAX_RANK_ROWS]]
-        st.dataframe(rows, hide_index=True, width="stretch", height=240)
+        table.show(rows, height=240)
         if c["size"] > MAX_RANK_ROWS:
             st.caption(f"… and {c['size'] - MAX_RANK_ROWS} more ranks.")
         for rank in c["ranks"][:MAX_OPEN_BUTTONS]:

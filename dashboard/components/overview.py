@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import data, tables
+from . import table
 
 
 def render(loaded: data.Loaded) -> None:
@@ -16,11 +17,6 @@ def render(loaded: data.Loaded) -> None:
     if chain.empty:
         st.text("Nobody waits on anybody.")
     else:
-        st.dataframe(
-            chain.drop(columns=["num_waiters"]),
-            hide_index=True,
-            width="stretch",
-            column_config={"suspect": "root suspect"},
-        )
+        table.show(chain.drop(columns=["num_waiters"]), {"suspect": "root suspect"})
     st.markdown("**Progress per process group** (the wavefront group first)")
-    st.dataframe(tables.progress_table(report, data.relevance_order(loaded)), hide_index=True, width="stretch")
+    table.show(tables.progress_table(report, data.relevance_order(loaded)))

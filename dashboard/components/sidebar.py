@@ -1,4 +1,4 @@
-"""The sidebar: where the dumps come from, and which process group to show."""
+"""The sidebar: where the dumps come from, and where ranks ran."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import streamlit as st
 
 from analysis.ingest.hosts import read_hostfile
-from analysis.report.words import group_label
 from analysis.types import HostMap, InputError
 
 from .. import confine, state
@@ -175,24 +174,3 @@ def _scenario_note(folder: Path) -> str | None:
         return None
     fault = info.get("fault") if isinstance(info, dict) else None
     return str(fault) if fault else None
-
-
-def group_picker(labels: dict[str, str], order: list[str]) -> str:
-    """The process-group picker, most relevant group first; returns the chosen group key."""
-    ss = st.session_state
-    if ss.get(state.PG) not in order:
-        ss[state.PG] = order[0]
-    pg = st.sidebar.selectbox(
-        "Process group",
-        order,
-        key=state.PG,
-        format_func=lambda k: labels.get(k, k),
-        help="Ordered by relevance: the wavefront group first, then groups with problems.",
-    )
-    state.on_group(ss, pg)
-    return pg
-
-
-def group_labels(report) -> dict[str, str]:
-    groups = report.analysis.groups.groups if report.analysis is not None else {}
-    return {k: group_label(g) for k, g in groups.items()}

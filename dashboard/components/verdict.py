@@ -5,8 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.report.report import Report
+from analysis.report.words import counted, ranks_text
 
 from ..tables import compact_ranks, file_errors_table
+from . import table
 from .text import md_escape
 
 
@@ -22,7 +24,7 @@ def render(report: Report) -> None:
             "Confidence",
             md_escape(report.confidence),
             help=md_escape(
-                f"{len(report.caveats)} caveat(s)" if report.caveats else "Nothing in the dumps weakens it."
+                counted(len(report.caveats), "caveat") if report.caveats else "Nothing in the dumps weakens it."
             ),
         )
         if w is not None:
@@ -46,7 +48,7 @@ def render(report: Report) -> None:
         if report.victim_ranks:
             details.append(f"victims: {compact_ranks(report.victim_ranks, limit=8)}")
         if report.missing_dumps:
-            details.append(f"no readable dump from ranks {compact_ranks(report.missing_dumps)}")
+            details.append(f"no readable dump from {ranks_text(report.missing_dumps)}")
         if report.drain_hosts:
             details.append(f"drain: {', '.join(report.drain_hosts[:12])}")
         st.caption(md_escape(" · ".join(details)))
@@ -67,4 +69,4 @@ def file_errors(report: Report, nothing_loaded: bool = False) -> None:
         st.markdown(f"**Why** ({n} problem{'s' if n != 1 else ''}):")
     else:
         st.warning(f"{n} file{'s' if n != 1 else ''} could not be used; the analysis covers the remaining dumps.")
-    st.dataframe(file_errors_table(report), hide_index=True, width="stretch")
+    table.show(file_errors_table(report))

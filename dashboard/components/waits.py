@@ -9,11 +9,12 @@ import streamlit as st
 from analysis.diagnosis.proxy_waits import ProxyWaits
 from analysis.diagnosis.proxy_walk import LINK
 from analysis.report.proxy import ProxyEvidence
-from analysis.report.words import compact_ranks
+from analysis.report.words import counted, ranks_text
 from analysis.views import waits as views
 from analysis.views.figures.waits import chain_figure, matrix_figure
 
 from .. import data, state
+from .table import show as show_table
 from .text import md_escape
 
 _WORDS = {"slow_gpu": "slow GPU", "slow_link": "slow link", "receiver_congestion": "congested receiver", "none": "none"}
@@ -39,9 +40,8 @@ def render(loaded: data.Loaded) -> None:
     pe = loaded.report.proxy_waits
     if pe is None:
         st.info(
-            "No NCCL proxy-op waits for these dumps. Start the dashboard with `-- --proxy-ops PATH` "
-            "(probing's proxy_ops exports or NCCL profiler plugin traces), or put them in a `proxy_ops` "
-            "folder beside the dumps."
+            "No NCCL proxy-op waits given: start with `flightdeck-dashboard --proxy-ops PATH` (probing's "
+            "proxy_ops export or NCCL profiler traces) or put them in a `proxy_ops` folder beside the dumps."
         )
         return
     _header(pe)
@@ -49,17 +49,17 @@ def render(loaded: data.Loaded) -> None:
         return
     _chains(pe.waits)
     st.markdown("**Findings**")
-    st.dataframe(views.findings_table(pe.waits), hide_index=True, width="stretch")
-    for title, table in views.rankings(pe.waits).items():
+    show_table(views.findings_table(pe.waits))
+    for title, ranking in views.rankings(pe.waits).items():
         st.markdown(f"**{md_escape(title)}**")
-        st.dataframe(table, hide_index=True, width="stretch")
+        show_table(ranking)
 
 
 def _header(pe: ProxyEvidence) -> None:
     pw = pe.waits
     head = f"**Finding: {_WORDS.get(pw.finding, pw.finding)}**"
     if pw.culprit_ranks:
-        head += f" · culprit ranks {compact_ranks(pw.culprit_ranks)}"
+        head += f" · culprit {ranks_text(pw.culprit_ranks)}"
     if pw.suspect_links:
         head += " · links " + ", ".join(f"{s}→{r}" for s, r in pw.suspect_links)
     if not pw.ranks_are_global:
@@ -103,8 +103,8 @@ def _matrix(pw: ProxyWaits) -> bool:
     summary = views.edge_summary(pw, sender, receiver)
     for comm, cls, root in summary[["communicator", "class", "root"]].itertuples(index=False):
         st.markdown(md_escape(f"communicator {comm}: {cls}" + (f", wait began at {root}" if root else "")))
-    st.dataframe(summary, hide_index=True, width="stretch")
-    st.dataframe(views.edge_rows(pw, sender, receiver), hide_index=True, width="stretch", height=280)
+    show_table(summary)
+    show_table(views.edge_rows(pw, sender, receiver), height=280)
     return True
 
 
@@ -125,7 +125,7 @@ def _chains(pw: ProxyWaits) -> None:
     edges = views.chain(pw, f)
     roots = f.ranks if f.kind != LINK else (f.ranks[0],)
     st.plotly_chart(
-        chain_figure(edges, roots, f"{labels[pick]}: {len(f.victims)} ranks waited"),
+        chain_figure(edges, roots, f"{labels[pick]}: {counted(len(f.victims), 'rank')} waited"),
         key=state.WAITS_CHAIN,
         config={"displaylogo": False},
     )

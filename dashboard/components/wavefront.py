@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from analysis.report.words import counted, ranks_text
 from analysis.views import drilldown as views
 from analysis.views import stacks
 from analysis.views.figures.arrivals import arrivals_figure
@@ -27,7 +28,7 @@ def render(loaded: data.Loaded) -> None:
     never = [r for r in arr["rank"].astype(int) if states.get(r) == NOT_ISSUED]
     st.markdown("**Arrival at the wavefront collective**")
     if never:
-        st.error(f"Never issued it: ranks {tables.compact_ranks(never)}")
+        st.error(f"Never issued it: {ranks_text(never)}")
     st.plotly_chart(
         arrivals_figure(arr, report.suspect_ranks, states),
         key=state.ARRIVALS_CHART,
@@ -38,7 +39,7 @@ def render(loaded: data.Loaded) -> None:
     if not groups:
         st.text("No rank recorded an entry at this seq.")
     for k, (stack_id, ranks) in enumerate(groups[:6]):
-        who = f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''}: {tables.compact_ranks(ranks, 20)}"
+        who = f"{counted(len(ranks), 'rank')}: {tables.compact_ranks(ranks, 20)}"
         if len(groups) > 1:
             who = ("Majority, " if k == 0 else "Minority, ") + who
         st.caption(who)

@@ -1,0 +1,135 @@
+"""The page as a team reads it in a postmortem, in a real browser at 1280 and 1920 px: no value
+cut, the never-issued rank drawn as a mark (not a bar), each stack named by its seq and op, and
+a long group opening on its wavefront however far the peers' buffers ran past it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, SCRIPT_IDLE
+
+import analysis
+from analysis.views.html import build_html
+from benchmarks.synth import write_dump_set
+
+pytestmark = pytest.mark.browser
+
+APP = REPO / "dashboard" / "app.py"
+LARGE = REPO / "sample_dumps" / "large_32_stuck"
+WIDTHS = (1280, 1920)
+
+#: Every element whose text must be whole: its content fits its box (or it wraps).
+OVERFLOWS_JS = """(selector) => [...document.querySelectorAll(selector)].map(el => ({
+  text: el.value ?? el.innerText, scroll: el.scrollWidth, client: el.clientWidth}))"""
+#: The first plotly chart's x range and traces (type, name, x).
+CHART_JS = """() => {
+  const gd = document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot');
+  return {range: gd._fullLayout.xaxis.range,
+          traces: gd.data.map(t => ({type: t.type, name: t.name || '', x: (Array.isArray(t.x) || ArrayBuffer.isView(t.x) ? Array.from(t.x) : []).map(String)}))};
+}"""
+
+
+def _idle(page, timeout: float = 60_000) -> None:
+    page.wait_for_selector(SCRIPT_IDLE, state="attached", timeout=timeout)
+
+
+def _whole(page, selector: str) -> list[dict]:
+    found = page.evaluate(OVERFLOWS_JS, selector)
+    assert found, f"nothing matches {selector}"
+    cut = [f for f in found if f["scroll"] > f["client"] + 1]
+    assert not cut, f"text cut in {selector}: {cut}"
+    return found
+
+
+@pytest.fixture()
+def wide_page(browser):
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 1000})
+    yield context.new_page()
+    context.close()
+
+
+def test_verdict_picker_and_wavefront_whole_at_1280_and_1920(serve, wide_page):
+    page = wide_page
+    report = analysis.analyze(LARGE)
+    w = report.wavefront
+    suspect = report.suspect_ranks[0]
+    failure = report.failure_class.replace("_", " ")
+    server = serve(APP, "--dumps", str(LARGE))
+    page.goto(server.url)
+    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=90_000)
+    _idle(page)
+    label = f"group {w.pg_name} ({w.pg_desc}, ranks "
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(300)
+        values = _whole(page, '[data-testid="stMetricValue"] > div')
+        assert failure in [v["text"].strip() for v in values], values
+        picker = _whole(page, 'input[aria-label="Process group"]')
+        assert picker[0]["text"].startswith(label) and picker[0]["text"].endswith(")"), picker
+
+    # The suspect's cell: its own stack (from its newest entry) and the majority's, each named.
+    group = report.analysis.groups.groups[w.pg_key]
+    px, py = page.evaluate(CELL_PIXEL_JS, [int(w.collective_seq_id), list(group.ranks).index(suspect)])
+    page.mouse.click(px, py)
+    heading = page.get_by_text(f"Call stack of rank {suspect} at seq ")
+    heading.wait_for(timeout=30_000)
+    _idle(page)
+    diff = page.get_by_text(f"differs from the majority's at seq {w.collective_seq_id} ({w.op}")
+    diff.wait_for(timeout=10_000)  # the diff says what it compares
+    assert page.get_by_text("the diff compares its newest entry with the majority's").is_visible()
+    page.wait_for_selector('[data-testid="stCode"] pre', timeout=10_000)
+    _whole(page, '[data-testid="stCode"] pre')
+
+    page.get_by_role("tab", name="Wavefront").click()
+    page.get_by_text("Arrival at the wavefront collective").wait_for(timeout=30_000)
+    page.wait_for_selector(CHART_READY, timeout=30_000)
+    _idle(page)
+    assert page.get_by_text(f"Never issued it: rank {suspect}", exact=True).is_visible()
+    traces = page.evaluate(CHART_JS)["traces"]
+    bars = {x for t in traces if t["type"] == "bar" for x in t["x"]}
+    marks = [t for t in traces if t["name"] == "never issued"]
+    assert marks and marks[0]["type"] == "scatter" and str(suspect) in marks[0]["x"]
+    assert str(suspect) not in bars, "a rank that never issued it has no duration to draw"
+
+
+def test_html_export_cuts_no_cell_or_stack(wide_page):
+    page = wide_page
+    page.set_content(build_html(analysis.analyze(LARGE)))
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        fits = page.evaluate(
+            """() => [...document.querySelectorAll('table.tbl, pre')].map(el =>
+                 [el.tagName, el.scrollWidth, el.getBoundingClientRect().width, document.body.clientWidth])"""
+        )
+        assert fits and all(s <= c + 1 and c <= body for _, s, c, body in fits), fits
+
+
+@pytest.fixture(scope="module")
+def run_ahead(tmp_path_factory) -> Path:
+    """A small NCCL-shaped set whose stuck rank's peers enqueued 120 more collectives past the wavefront."""
+    out = tmp_path_factory.mktemp("run_ahead")
+    write_dump_set(out, 32, entries=300, seed=1, run_ahead=120, processes=1)
+    return out
+
+
+def test_first_heatmap_holds_the_wavefront_past_a_run_ahead(serve, wide_page, run_ahead):
+    page = wide_page
+    report = analysis.analyze(run_ahead)
+    wave = int(report.wavefront.collective_seq_id)
+    server = serve(APP, "--dumps", str(run_ahead))
+    page.goto(server.url)
+    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=90_000)
+    page.wait_for_selector(CHART_READY, timeout=30_000)
+    _idle(page)
+    lo, hi = page.evaluate(CHART_JS)["range"]
+    assert lo < wave < hi, f"wavefront seq {wave} outside the first window {lo}-{hi}"
+    newest = page.get_by_role("button", name="Newest 40 seqs")
+    newest.click()
+    page.get_by_text("Newest 40 of ").wait_for(timeout=30_000)
+    _idle(page)
+    page.wait_for_selector(CHART_READY, timeout=30_000)
+    lo2, hi2 = page.evaluate(CHART_JS)["range"]
+    assert lo2 > wave + 60 and hi2 > wave + 119, "one click shows the newest seqs, 120 past the wavefront"
+    page.get_by_role("button", name="The wavefront").click()
+    page.get_by_text("the wavefront and the first divergence").wait_for(timeout=30_000)
