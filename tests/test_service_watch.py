@@ -39,6 +39,12 @@ def add_snapshot(job: Path, name: str, sample: str, ranks: range = range(8), set
             os.utime(target, (LONG_AGO, LONG_AGO))
 
 
+def still_arriving(folder: Path) -> None:
+    """The snapshot's files written just now (once a server is up, however long it took to start)."""
+    for f in folder.iterdir():
+        os.utime(f)
+
+
 def watch_lines(job: Path, cwd: Path, snapshots: int) -> list[dict[str, Any]]:
     """``flightdeck watch JOB --all --json-lines`` until ``snapshots`` lines, from ``cwd``."""
     done = subprocess.run(
@@ -64,6 +70,7 @@ async def ask(root: Path, calls: list[dict[str, Any]]) -> list[Any]:
     params = StdioServerParameters(command=str(FLIGHTDECK), args=["mcp", "--root", str(root)], cwd="/", env=clean_env())
     async with Client(params, read_timeout_seconds=120) as client:
         assert "watch_status" in [t.name for t in (await client.list_tools()).tools]
+        still_arriving(root / "job" / "snap-02")
         return [await client.call_tool("watch_status", args) for args in calls]
 
 
@@ -110,6 +117,7 @@ def test_http_watch_status_follows_the_snapshots(root: Path, tmp_path: Path) -> 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with http_server(root, elsewhere) as (url, _):
+        still_arriving(job / "snap-02")
         status, body = get(url, "/watch_status", dir="job")
         assert status == 200, body
         assert body["latest"] == "snap-01" and body["line"]["state"] == "slow"
