@@ -9,8 +9,9 @@ layers below it:
     diagnosis  mismatches, the wait-for graph, the hang explained, the verdict
     report     the verdict as fields, JSON, text and Parquet
     views      what the dashboard and the HTML export query
-    service    the operations as an MCP server and a read-only HTTP API (``flightdeck mcp``, ``serve``)
     live       a running job watched snapshot by snapshot (above ``api``); ``dump_every``
+    service    the operations as an MCP server and a read-only HTTP API (``flightdeck mcp``, ``serve``;
+               above ``live``: ``watch_status`` is its line)
 
 ``types`` and ``schema`` (shared types and column names) sit below all of them.
 """

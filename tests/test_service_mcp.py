@@ -84,7 +84,7 @@ def check_root(root: Path) -> None:
             "reports": {n: f.result() for n, f in said.items()},
             "compared": {p: f.result() for p, f in said_compared.items()},
         }
-    assert sorted(tools) == ["analyze", "compare", "explain_rank", "group_states"]
+    assert sorted(tools) == ["analyze", "compare", "explain_rank", "group_states", "watch_status"]
     assert [name for name, _, _ in asked].count("analyze") == len(names) + 1
     assert [name for name, _, _ in asked].count("compare") == len(pairs)
     for name, args, result in asked:

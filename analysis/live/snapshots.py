@@ -14,6 +14,10 @@ Two layouts are watched (see docs/live.md for what torch writes where):
 A file is stable when its size and modification time did not change between polls
 ``settle`` seconds apart. The expected ranks are ``0 .. world-1``: ``world`` as given, or
 one more than the highest rank any snapshot has shown.
+
+``one_look`` is for a caller with no history of polls (the servers' ``watch_status``): the
+files' modification times stand in for the polls that would have seen them unchanged, by
+the same rules, and nothing is copied: a generation written in place is read in place.
 """
 
 from __future__ import annotations
@@ -60,6 +64,11 @@ class _Pending:
     ranks: tuple[int, ...] = ()
 
 
+def _newest(sig: Signature) -> float:
+    """The newest modification time among the files, in seconds (``time.time``'s clock)."""
+    return max(m for _, _, m in sig) / 1e9
+
+
 def _natural(name: str) -> list[object]:
     return [int(p) if p.isdigit() else p for p in _NUMBERS.split(name)]
 
@@ -103,6 +112,10 @@ class SnapshotFinder:
     """Snapshot folders already complete at the first poll are passed over, except the newest
     (the baseline the next one is compared with)."""
     clock: Callable[[], float] = time.monotonic
+    one_look: bool = False
+    """No history of polls: a file's modification time stands in for the polls that would have
+    seen it unchanged (the clock is then ``time.time``), and a generation written in place is
+    read in place, not copied (see the module)."""
     notes: list[str] = field(default_factory=list)
     """Things worth one line to the user (written once each)."""
     _pending: dict[str, _Pending] = field(default_factory=dict)
@@ -118,6 +131,8 @@ class SnapshotFinder:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
+        if self.one_look and self.clock is time.monotonic:
+            self.clock = time.time
 
     def expected(self) -> tuple[int, ...]:
         """The ranks every snapshot should hold."""
@@ -157,7 +172,10 @@ class SnapshotFinder:
             self._first = False
             if self.skip_existing:
                 self._done.update(folders[:-1])
-        return self._in_order(folders, now) + self._check_flat(now)
+        found = self._in_order(folders, now)
+        if self.one_look and (found or self._pending):
+            return found  # read in place, a generation of the files in root would take its subfolders' too
+        return found + self._check_flat(now)
 
     def _in_order(self, folders: list[str], now: float) -> list[Snapshot]:
         """Complete folders, oldest first, never one older than a folder already returned. Once
@@ -199,7 +217,8 @@ class SnapshotFinder:
         self._highest = max(self._highest, ranks[-1])
         p = self._pending.get(name)
         if p is None:
-            self._pending[name] = _Pending(sig, now, now, ranks)
+            seen = _newest(sig) if self.one_look else now
+            self._pending[name] = _Pending(sig, seen, seen, ranks)
         elif sig != p.signature:
             p.signature, p.changed_at, p.ranks = sig, now, ranks
 
@@ -223,10 +242,12 @@ class SnapshotFinder:
         key = "."  # the root's own generation
         ranks = tuple(sorted(r for r, _, _ in fresh))
         p = self._pending.get(key)
-        if p is None:
+        if p is None and self.one_look:
+            p = self._pending[key] = _Pending(fresh, _newest(fresh), _newest(fresh), ranks)
+        elif p is None:
             self._pending[key] = _Pending(fresh, now, now, ranks)
             return []
-        if fresh != p.signature:
+        elif fresh != p.signature:
             p.signature, p.changed_at, p.ranks = fresh, now, ranks
             return []
         if not self._is_complete(key, now, force=False):
@@ -234,7 +255,7 @@ class SnapshotFinder:
         del self._pending[key]
         self._flat_generation += 1
         name = f"generation-{self._flat_generation:05d}"
-        copy = self._copy_generation(name, set(ranks))
+        copy = self.root if self.one_look else self._copy_generation(name, set(ranks))
         for r, size, mtime in fresh:
             self._flat_taken[r] = (size, mtime)
         return [Snapshot(name, copy, ranks, self._missing(p), now - p.first_seen)]

@@ -106,20 +106,11 @@ class Watcher:
         """Read ``snap``, compare it with the previous snapshot, and write the full report on
         the first hang."""
         from ..diagnosis.analysis import run_analysis
-        from ..report.build import build_report
 
         t0 = time.perf_counter()
         dumps = load(snap.path, pattern=self.opts.pattern, workers=self.opts.workers, use_cache=self.opts.use_cache)
         a = run_analysis(dumps)
-        earlier = self.previous if dumps.ranks else None
-        try:
-            report = build_report(a, self.opts.hosts, earlier)
-        except InputError as exc:  # not comparable: this snapshot starts a new baseline
-            report = build_report(a, self.opts.hosts, None)
-            line = line_of(report, snap, None, time.perf_counter() - t0)
-            line.message = f"not compared with the previous snapshot ({exc})"
-        else:
-            line = line_of(report, snap, self.last, time.perf_counter() - t0)
+        line, report = judge(snap, a, self.previous if dumps.ranks else None, self.last, self.opts.hosts, t0)
         if dumps.ranks:
             self.previous = a
         if line.state in STOPPED and not self.reported:
@@ -173,6 +164,31 @@ class Watcher:
             )  # the user's own command
         except OSError as exc:
             print(f"flightdeck watch: --on-hang failed: {exc}", file=self.err)
+
+
+def judge(
+    snap: Snapshot,
+    a: Analysis,
+    previous: Analysis | None,
+    last: Line | None,
+    hosts: HostMap | None = None,
+    t0: float | None = None,
+) -> tuple[Line, Report]:
+    """The line for ``snap`` (analysed as ``a``) against the previous snapshot's analysis and
+    line (``None``: the first one), and its report. ``t0``: when reading began
+    (``time.perf_counter``), for the line's ``seconds``."""
+    from ..report.build import build_report
+
+    start = time.perf_counter() if t0 is None else t0
+    try:
+        report = build_report(a, hosts, previous)
+    except InputError as exc:  # not comparable: this snapshot starts a new baseline
+        report = build_report(a, hosts, None)
+        line = line_of(report, snap, None, time.perf_counter() - start)
+        line.message = f"not compared with the previous snapshot ({exc})"
+    else:
+        line = line_of(report, snap, last, time.perf_counter() - start)
+    return line, report
 
 
 def watch(root: str | Path, opts: WatchOptions | None = None) -> int:

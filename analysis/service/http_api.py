@@ -74,6 +74,13 @@ def build_app(ops: Operations) -> FastAPI:
     ) -> Answer:
         return respond(lambda: ops.compare(earlier, later), f"{earlier} -> {later}")
 
+    @app.get("/watch_status", summary="A running job: flightdeck watch's line for the newest complete snapshot")
+    def watch_status(
+        dir: Annotated[str, Query(description="the folder under the root the snapshots arrive in")],
+        world: Annotated[int | None, Query(ge=1, description="ranks 0..world-1 are expected")] = None,
+    ) -> Answer:
+        return respond(lambda: ops.watch_status(dir, world), dir)
+
     @app.get("/health", summary="The server is up; its limits and cache counts")
     def health() -> Answer:
         lim = ops.limits
@@ -86,6 +93,7 @@ def build_app(ops: Operations) -> FastAPI:
                 "max_concurrent": lim.max_concurrent,
             },
             "cache": {"hits": ops.memo.hits, "misses": ops.memo.misses},
+            "watch_cache": {"hits": ops.lines.hits, "misses": ops.lines.misses},
         }
 
     return app

@@ -28,8 +28,9 @@ INSTRUCTIONS = (
     "Start with analyze(path): the verdict, the root-cause (suspect) ranks, the wavefront "
     "(group and seq where progress diverged), the evidence and the hosts to drain. Then "
     "explain_rank for a suspect, group_states for the wavefront group, and compare for two "
-    "snapshots of one job taken some time apart. A second question on the same dumps is "
-    "answered from memory."
+    "snapshots of one job taken some time apart; watch_status(dir) for a running job whose "
+    "snapshots arrive in dir (what `flightdeck watch` says of the newest one). A second question "
+    "on the same dumps is answered from memory."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 PathArg = Annotated[str, Field(description="a folder (or one dump file) under the server's root, relative to it")]
@@ -49,7 +50,7 @@ def answer(call: Callable[[], T], what: str) -> T:
 
 
 def build_server(ops: Operations) -> MCPServer:
-    """An MCP server with the four tools on ``ops``."""
+    """An MCP server with the five tools on ``ops``."""
     server = MCPServer(name="flightdeck", instructions=INSTRUCTIONS)
 
     @server.tool(annotations=READ_ONLY)
@@ -91,6 +92,23 @@ def build_server(ops: Operations) -> MCPServer:
         (hung|straggler|progressing), progressing_ranks, stalled_ranks, stuck_ranks, slow_ranks,
         interval_s and a summary sentence (dead or slow, and who)."""
         return answer(lambda: ops.compare(earlier, later), f"{earlier} -> {later}")
+
+    @server.tool(annotations=READ_ONLY)
+    def watch_status(
+        dir: Annotated[str, Field(description="the folder under the root the running job's snapshots arrive in")],
+        world: Annotated[
+            int | None, Field(description="ranks 0..world-1 are expected (default: the highest rank seen)", ge=1)
+        ] = None,
+    ) -> dict[str, Any]:
+        """A running job, from the Flight Recorder snapshots arriving in `dir` (one subfolder per
+        snapshot, or dump files rewritten in place): `line` is what `flightdeck watch --json-lines`
+        says of the newest complete snapshot against the complete one before it (schema
+        flightdeck.watch/1: state baseline|progressing|slow|straggler|hung|unreadable, ranks (the
+        stuck or slow ones), group, seq, op, missing_ranks, interval_s, message; report is null:
+        call analyze on the snapshot for the full report); latest and previous (the snapshots
+        compared), snapshots (the complete ones, oldest first), waiting (newer snapshots not
+        complete yet and the ranks each still lacks). line is null while no snapshot is complete."""
+        return answer(lambda: ops.watch_status(dir, world), dir)
 
     return server
 
