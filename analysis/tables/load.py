@@ -3,7 +3,7 @@
 The map step is :func:`load_one` (file -> per-file Arrow tables or a FileError), run by
 an engine over batches; the reduce step is :func:`combine`. Both are plain functions of
 their inputs, so the map can run in this process, in local worker processes, or on a
-Dask cluster (``dask_engine``; see README, "Beyond one machine").
+Dask cluster (``dask_engine``; see docs/cluster.md).
 """
 
 from __future__ import annotations
