@@ -44,11 +44,19 @@ class Args:
     """NCCL proxy-op waits (file or folder) shown beside the dumps (``--proxy-ops``)."""
     dask: str | None = None
     """Read the dumps on this Dask cluster: a scheduler's address or ``local[:N]`` (``--dask``)."""
+    watch: str | None = None
+    """A folder a running job writes snapshots into, watched live (``--watch``)."""
+    watch_every: float = 2.0
+    """Seconds between the live mode's polls of the watched folder (``--watch-every``)."""
+    watch_settle: float = 1.0
+    """Seconds a snapshot's files must stay unchanged before it is read (``--watch-settle``)."""
 
     def roots(self) -> tuple[str, ...]:
         """Real paths of every folder the path boxes may read: ``--dumps-root``s, the samples,
-        ``--dumps`` and ``--compare``."""
+        ``--dumps``, ``--compare`` and ``--watch``."""
         extra = [root_of_dumps(p) for p in (self.dumps, self.compare) if p]
+        if self.watch:
+            extra.append(self.watch)  # a folder, perhaps not there yet: itself, never its parent
         return resolve_roots([*self.dumps_roots, self.samples, *extra])
 
 
@@ -72,6 +80,9 @@ def build_parser(add_help: bool = False) -> argparse.ArgumentParser:
     add(
         "--dask", default=os.environ.get("FLIGHTDECK_DASK"), help="read on a Dask cluster: tcp://host:8786 or local[:N]"
     )
+    add("--watch", default=None, help="watch a folder a running job writes snapshots into (live mode)")
+    add("--watch-every", type=float, default=2.0, help="seconds between polls of the watched folder")
+    add("--watch-settle", type=float, default=1.0, help="seconds a snapshot's files stay unchanged before it is read")
     return parser
 
 
@@ -90,4 +101,7 @@ def parse_args(argv: Sequence[str]) -> Args:
         hostfile=ns.hostfile or None,
         proxy_ops=ns.proxy_ops or None,
         dask=ns.dask or None,
+        watch=ns.watch or None,
+        watch_every=max(0.2, ns.watch_every),
+        watch_settle=max(0.0, ns.watch_settle),
     )

@@ -1,4 +1,5 @@
-"""The page, top to bottom: source -> verdict -> group -> heatmap -> drill-down -> details."""
+"""The page, top to bottom: source -> verdict -> group -> heatmap -> drill-down -> details
+(a watched folder: the live panel until the job hangs, then the same page on that snapshot)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from collections.abc import Sequence
 import streamlit as st
 
 from . import data, sources, state, timings
-from .args import parse_args
+from .args import Args, parse_args
 from .components import (
     drilldown,
     export,
     groups,
     heatmap,
     job,
+    live,
     loading,
     overview,
     sidebar,
@@ -49,14 +51,7 @@ def _page(argv: Sequence[str]) -> None:
     st.caption(md_escape(source.label) + ("  \n" + md_escape(f"Injected: {source.note}") if source.note else ""))
 
     hosts = sidebar.host_map(args)
-    try:
-        proxy = proxy_path(args, source.path, source.roots)
-        pending = data.load_job(source.path, source.roots, source.use_cache, source.earlier, proxy)
-    except Exception as exc:  # the library names the file and reason; show it, not a traceback
-        log.exception("analysis failed for %s", source.path)
-        _failed(source.label, exc)
-        return
-    analysed = loading.wait(pending, source.label, again=data.load_again)  # read in the job's thread
+    analysed = live.page(source, args, hosts) if source.live else _loaded(source, args)
     if analysed is None:
         return
     try:
@@ -113,6 +108,18 @@ def _tabs(loaded: data.Loaded, order: list[str], source_label: str) -> None:
     if tab_export.open:
         with tab_export:
             export.render(loaded, title=f"Flight Deck: {source_label}")
+
+
+def _loaded(source: sidebar.Source, args: Args) -> data.Loaded | None:
+    """The dump set's analysis, read in a load job the page polls (None while it runs or failed)."""
+    try:
+        proxy = proxy_path(args, source.path, source.roots)
+        pending = data.load_job(source.path, source.roots, source.use_cache, source.earlier, proxy)
+    except Exception as exc:  # the library names the file and reason; show it, not a traceback
+        log.exception("analysis failed for %s", source.path)
+        _failed(source.label, exc)
+        return None
+    return loading.wait(pending, source.label, again=data.load_again)  # read in the job's thread
 
 
 def _failed(label: str, exc: Exception) -> None:

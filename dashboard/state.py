@@ -20,6 +20,12 @@ PATH = "path"
 """Widget: the dump folder typed in the path box."""
 UPLOADS = "uploads"
 """Widget: the uploaded files."""
+WATCH_PATH = "watch_path"
+"""Widget: the folder a running job writes snapshots into (live mode)."""
+WATCH_AGAIN = "watch_again"
+"""Button: forget the hung watch and start a new one on the same folder."""
+LIVE_PROGRESS = "live_progress"
+"""Chart: the live mode's progress per rank class."""
 PG = "pg"
 """Widget: the process group shown."""
 TAB = "tab"
@@ -92,7 +98,8 @@ HEATMAP_TAB = TABS[0]
 SOURCE_SAMPLE = "Sample scenario"
 SOURCE_FOLDER = "Folder on this server"
 SOURCE_UPLOAD = "Upload files"
-SOURCES = (SOURCE_SAMPLE, SOURCE_FOLDER, SOURCE_UPLOAD)
+SOURCE_WATCH = "Watch a running job"
+SOURCES = (SOURCE_SAMPLE, SOURCE_FOLDER, SOURCE_UPLOAD, SOURCE_WATCH)
 
 State = MutableMapping[str, Any]
 

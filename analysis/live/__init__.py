@@ -4,6 +4,7 @@
     lines      one line per snapshot: progressing, slow, straggler or hung
     watch      the loop: find, analyse against the previous snapshot, print, stop at a hang
     dump       ``dump_every``: the training script's side, dumps on a timer
+    follow     ``LiveWatch``: the watch stepped one poll at a time (the dashboard's live mode)
 
 ``from analysis.live import dump_every`` imports neither pandas nor the analysis.
 """

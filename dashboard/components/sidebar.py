@@ -30,6 +30,8 @@ class Source:
     """False for uploads: their tables never reach the on-disk cache."""
     earlier: str | None = None
     """Earlier dumps of the same job to compare with (real path, under ``roots``)."""
+    live: bool = False
+    """``path`` is a folder a running job writes snapshots into: watched, not loaded once."""
 
 
 def dump_source(args: Args) -> Source | None:
@@ -40,8 +42,8 @@ def dump_source(args: Args) -> Source | None:
     sample_root = args.samples
     scenarios = sample_scenarios(sample_root)
     if state.SOURCE not in ss:
-        ss[state.SOURCE] = state.SOURCE_FOLDER if args.dumps or not scenarios else state.SOURCE_SAMPLE
-    for key in (state.SCENARIO, state.PATH):  # keep each mode's choice while another mode is shown
+        ss[state.SOURCE] = _first_mode(args, bool(scenarios))
+    for key in (state.SCENARIO, state.PATH, state.WATCH_PATH):  # keep each mode's choice while another mode is shown
         if key in ss:
             ss[key] = ss[key]
     mode = sb.radio("Open", state.SOURCES, key=state.SOURCE, label_visibility="collapsed")
@@ -80,7 +82,36 @@ def dump_source(args: Args) -> Source | None:
             return None
         return Source(path, real, roots, earlier=_earlier_folder(args, roots))
 
+    if mode == state.SOURCE_WATCH:
+        return _watched(args)
     return _uploaded(args)
+
+
+def _first_mode(args: Args, has_samples: bool) -> str:
+    if args.watch:
+        return state.SOURCE_WATCH
+    return state.SOURCE_FOLDER if args.dumps or not has_samples else state.SOURCE_SAMPLE
+
+
+def _watched(args: Args) -> Source | None:
+    """Live mode: the folder a running job writes snapshots into (confined like the path box)."""
+    ss = st.session_state
+    if state.WATCH_PATH not in ss:
+        ss[state.WATCH_PATH] = args.watch or ""
+    path = st.sidebar.text_input(
+        "Folder the job writes snapshots into",
+        key=state.WATCH_PATH,
+        help="One subfolder per snapshot (analysis.live.dump_every), or dump files rewritten in place.",
+    ).strip()
+    if not path:
+        st.info("Enter the folder a running job writes its Flight Recorder snapshots into in the sidebar.")
+        return None
+    roots = args.roots()
+    real = confine.confine(path, roots)
+    if real is None:
+        st.error(confine.PATH_REFUSED)
+        return None
+    return Source(f"watching {path}", real, roots, live=True)
 
 
 #: A sample scenario ``X`` whose sibling ``X.earlier`` exists is compared with it.
