@@ -1,7 +1,7 @@
 """The dashboard's live mode in a real browser: ``flightdeck-dashboard --watch DIR`` while
 snapshots arrive in DIR. The page polls on a fragment timer: each new snapshot's line,
 state and heatmap appear without a reload, and at the first hung snapshot the page
-becomes the full report of it, still the same page.
+becomes the full report of it, still the same page; "Watch again" starts afresh.
 """
 
 from __future__ import annotations
@@ -65,4 +65,8 @@ def test_live_mode_follows_the_snapshots_then_shows_the_hang(serve, page, tmp_pa
 
     assert page.evaluate(MARK) == "not reloaded"
     assert len(loads) == loaded == 1, loads
+
+    page.get_by_role("button", name="Watch again").click()  # a restarted job: the newest snapshot is the baseline
+    shows(page, "snap-03  baseline")
+    assert len(loads) == 1
     assert seconds_to_line < 15
