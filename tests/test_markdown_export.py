@@ -35,6 +35,7 @@ class Page(HTMLParser):
         self.images: list[str] = []
         self.rows: list[list[str]] = []
         self.headings: list[str] = []
+        self.items: list[str] = []
         self.text: list[str] = []
         self._cell: list[str] | None = None
         self._heading: list[str] | None = None
@@ -46,15 +47,15 @@ class Page(HTMLParser):
             self.rows.append([])
         elif tag in ("td", "th"):
             self._cell = []
-        elif tag in ("h1", "h2"):
+        elif tag in ("h1", "h2", "li"):
             self._heading = []
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("td", "th") and self._cell is not None:
             self.rows[-1].append("".join(self._cell).strip())
             self._cell = None
-        elif tag in ("h1", "h2") and self._heading is not None:
-            self.headings.append("".join(self._heading).strip())
+        elif tag in ("h1", "h2", "li") and self._heading is not None:
+            (self.items if tag == "li" else self.headings).append("".join(self._heading).strip())
             self._heading = None
 
     def handle_data(self, data: str) -> None:
@@ -107,6 +108,10 @@ def check_names_the_report(page: Page, expected: dict) -> None:
     verdict = page.field("Verdict")
     assert verdict == f"{expected['verdict'].upper()} ({expected['failure_class']})"
     assert ranks_of(page.field("Suspect ranks")) == expected["suspect_ranks"]
+    suspect_rows = [int(r[0]) for r in page.rows if len(r) == 6 and r[0].isdigit()]
+    assert suspect_rows == expected["suspect_ranks"][:32], "one row per suspect in the Suspects table"
+    drain = [i.split(" (")[0] for i in page.items if i.startswith(tuple(expected["drain_hosts"] or ["\0"]))]
+    assert drain == expected["drain_hosts"], "the drain list, in the JSON's order"
     w = expected["wavefront"]
     if w is None:
         assert "Wavefront" not in page.headings
@@ -169,14 +174,16 @@ def flightdeck(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_the_cli_writes_markdown_and_pngs_beside_its_json(tmp_path) -> None:
     dumps = SAMPLE_DUMPS / "two_culprits"
-    done = flightdeck(str(dumps), "--json", "--markdown", "post/mortem.md", "--png", "figs", cwd=tmp_path)
+    done = flightdeck(
+        str(dumps), "--json", "--markdown", "post/mortem.md", "--png", "figs", "--ranks-per-node", "4", cwd=tmp_path
+    )
     assert done.returncode == 1, done.stderr
     expected = json.loads(done.stdout)
     page = render((tmp_path / "post" / "mortem.md").read_text())
     assert all(src.startswith("mortem_figures/") for src in page.images)
     check_images(page, tmp_path / "post")
     check_names_the_report(page, expected)
-    assert expected["suspect_ranks"] == [5, 6]
+    assert expected["suspect_ranks"] == [5, 6] and expected["drain_hosts"] == ["node1"]
     for name in ("wavefront", "timeline"):
         png_size(tmp_path / "figs" / f"{name}.png")
         assert (tmp_path / "figs" / f"{name}.svg").exists()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .report import Report
-from .timeline import ClassTimeline, Moment, class_timelines, dump_time
+from .timeline import ClassTimeline, Moment, class_timelines, dump_time, rank_moments
 from .times import before, utc
 from .words import compact_ranks
 
@@ -35,6 +35,7 @@ def markdown_text(report: Report, figures: Mapping[str, str] | None = None, titl
     if report.caveats:
         lines += ["## Caveats", "", *[f"- {escape(c)}" for c in report.caveats], ""]
     lines += _wavefront(report, figures.get("wavefront"))
+    lines += _suspects(report)
     lines += _drain(report)
     if report.evidence:
         lines += ["## Evidence", "", *[f"- {escape(e)}" for e in report.evidence], ""]
@@ -82,6 +83,36 @@ def _wavefront(report: Report, image: str | None) -> list[str]:
     return lines
 
 
+MAX_SUSPECT_ROWS = 32
+
+
+def _suspects(report: Report) -> list[str]:
+    """One row per suspect: why, where it ran, what it last finished and where it stopped."""
+    if not report.suspect_ranks and not report.possible_ranks:
+        return []
+    hosts = {r: h["host"] for h in report.hosts for r in h["suspect_ranks"]}
+    if report.host_map is not None:
+        hosts.update({r: report.host_map.host(r) for r in report.suspect_ranks if r not in hosts})
+    by_rank = {r: t for t in class_timelines(report) for r in t.ranks}
+    at = None if report.analysis is None else dump_time(report.analysis)
+    lines = ["## Suspects", "", "| rank | failure class | host | class | last completed | first stuck |"]
+    lines.append("|---|---|---|---|---|---|")
+    for rank in report.suspect_ranks[:MAX_SUSPECT_ROWS]:
+        cls = report.suspect_classes.get(rank, report.failure_class)
+        t = by_rank.get(rank)
+        cells = [str(rank), escape(getattr(cls, "value", cls)), escape(hosts.get(rank) or "")]
+        done, stuck = (None, None) if report.analysis is None else rank_moments(report.analysis, rank)
+        cells.append("" if t is None else str(t.class_id))
+        cells += _moments(done, stuck, "" if t is None else t.situation, at)
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(report.suspect_ranks) > MAX_SUSPECT_ROWS:
+        lines += ["", f"{len(report.suspect_ranks) - MAX_SUSPECT_ROWS} more suspects: see the JSON report."]
+    if report.possible_ranks:
+        lines += ["", "Possible, neither cleared nor blamed for sure:", ""]
+        lines += [f"- rank {p['rank']}: {escape(p['reason'])}" for p in report.possible_ranks]
+    return [*lines, ""]
+
+
 def _drain(report: Report) -> list[str]:
     if report.drain_hosts:
         lines = ["## Drain, in order of evidence", ""]
@@ -118,10 +149,17 @@ def _timeline(report: Report, image: str | None) -> list[str]:
 
 
 def _row(t: ClassTimeline, at: int | None) -> str:
-    stuck = _when(t.first_stuck, at) if t.first_stuck else _NONE_STUCK.get(t.situation, "none")
-    done = _when(t.last_completed, at) if t.last_completed else "none recorded"
-    cells = [str(t.class_id), escape(compact_ranks(t.ranks, 6)), "yes" if t.suspect else "", done, stuck]
+    moments = _moments(t.last_completed, t.first_stuck, t.situation, at)
+    cells = [str(t.class_id), escape(compact_ranks(t.ranks, 6)), "yes" if t.suspect else "", *moments]
     return "| " + " | ".join(cells) + " |"
+
+
+def _moments(done: Moment | None, stuck: Moment | None, situation: str, at: int | None) -> tuple[str, str]:
+    """(last completed, first stuck) as table cells; ``situation`` says why nothing is stuck."""
+    return (
+        _when(done, at) if done else "none recorded",
+        _when(stuck, at) if stuck else _NONE_STUCK.get(situation, "none"),
+    )
 
 
 _NONE_STUCK = {

@@ -57,12 +57,13 @@ def class_timelines(report: Report) -> list[ClassTimeline]:
     out = []
     for c in report.rank_classes:
         rank = int(min(c["ranks"]))
-        done, stuck = (None, None) if a is None else _moments(a, rank)
+        done, stuck = (None, None) if a is None else rank_moments(a, rank)
         out.append(ClassTimeline(c["id"], tuple(c["ranks"]), rank, c["suspect"], c["situation"], done, stuck))
     return out
 
 
-def _moments(a: Analysis, rank: int) -> tuple[Moment | None, Moment | None]:
+def rank_moments(a: Analysis, rank: int) -> tuple[Moment | None, Moment | None]:
+    """The rank's newest completed entry and its oldest unfinished one (None where it has none)."""
     mine = a.dumps.entries.iloc[a.rank_rows("entries", rank)]
     if mine.empty:
         return None, None
