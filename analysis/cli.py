@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
     p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page (opens offline)")
+    p.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write a Markdown postmortem to FILE, its figures (PNG and SVG) in FILE's stem + '_figures/' beside it",
+    )
+    p.add_argument("--png", metavar="DIR", help="write the report's figures alone (PNG and SVG) to DIR")
     p.add_argument("--compare", metavar="EARLIER", help="earlier dumps of the same job: who moved in between")
     p.add_argument(
         "--watch",
@@ -218,7 +224,8 @@ def show(report: Report, args: argparse.Namespace, path: str) -> None:
 
 
 def write_files(report: Report, args: argparse.Namespace) -> None:
-    """``--parquet DIR`` and ``--html FILE``, when asked for and something was analyzed."""
+    """``--parquet DIR``, ``--html FILE``, ``--markdown FILE`` and ``--png DIR``, when asked for
+    and something was analyzed."""
     if not report.ranks_loaded:
         return
     if args.parquet:
@@ -229,6 +236,14 @@ def write_files(report: Report, args: argparse.Namespace) -> None:
         from .views.html import build_html  # plotly is imported only when a page is asked for
 
         Path(args.html).write_text(build_html(report, title=f"Flight Deck: {args.path or args.fr_path}"))
+    if args.markdown:
+        from .views.postmortem import write_markdown  # matplotlib only when a figure is asked for
+
+        write_markdown(report, args.markdown, title=f"Flight Deck: {args.path or args.fr_path}")
+    if args.png:
+        from .views.static import write_figures
+
+        write_figures(report, args.png)
 
 
 def _proxy_only(args: argparse.Namespace) -> int:

@@ -230,6 +230,18 @@ def parquet_zip(loaded: Loaded) -> bytes:
     return _parquet(loaded.key, loaded.report)
 
 
+@st.cache_resource(max_entries=4, show_spinner="Drawing the figures…")
+def _markdown(key: str, title: str, _report: Report) -> bytes:
+    from analysis.views.postmortem import markdown_zip  # matplotlib only when the download is asked for
+
+    return markdown_zip(_report, title=title)
+
+
+def markdown_zip(loaded: Loaded, title: str) -> bytes:
+    """``flightdeck-report.md`` and its figures (PNG and SVG), as one zip."""
+    return _markdown(f"{loaded.key}|{loaded.report.host_map}", title, loaded.report)
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _moved(key: str, pg_key: str, _report: Report, _grid: Grid) -> np.ndarray | None:
     return moved_grid(_grid, _report.comparison)
