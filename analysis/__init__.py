@@ -29,7 +29,7 @@ _HOME = {
     "discover": "ingest.discover",
     "read_hostfile": "ingest.hosts",
     "CollectiveAnalyzer": "nvrx_compat",
-    "analyze_dumps": "report.build",
+    "analyze_dumps": "api",
     "Report": "report.report",
     "Wavefront": "report.report",
     "render_text": "report.text",
@@ -61,12 +61,11 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
-    from .api import analyze, analyze_proxy_ops
+    from .api import analyze, analyze_dumps, analyze_proxy_ops
     from .diagnosis.analysis import Analysis
     from .ingest.discover import discover
     from .ingest.hosts import read_hostfile
     from .nvrx_compat import CollectiveAnalyzer
-    from .report.build import analyze_dumps
     from .report.report import Report, Wavefront
     from .report.text import render_text
     from .tables.load import combine, combine_results, load, load_one, read_file_tables, write_file_tables

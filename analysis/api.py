@@ -17,11 +17,13 @@ from .tables.mapstep import MapEngine
 from .types import DumpSet, HostMap, InputError, Limits
 
 if TYPE_CHECKING:
+    from .diagnosis.analysis import Analysis
     from .report.report import Report
 
 
 def import_analysis() -> None:
     """Import the modules that turn loaded dumps into a Report."""
+    from .diagnosis import analysis, judgment  # noqa: F401
     from .report import build  # noqa: F401
 
 
@@ -70,8 +72,6 @@ def analyze(
         file_filter=file_filter,
         meanwhile=import_analysis if proxy_ops is None else import_analysis_and_proxy,
     )
-    from .report.build import analyze_dumps
-
     report = analyze_dumps(dumps, hosts=hosts, earlier=before if dumps.ranks else None)
     if proxy_ops is None:
         return report
@@ -84,10 +84,26 @@ def analyze(
 def analyze_proxy_ops(path: str | Path) -> Report:
     """The proxy-op waits under ``path`` alone, as a Report with no dump loaded."""
     from .ingest.proxy_ops import read_proxy_ops
-    from .report.build import analyze_dumps
     from .report.proxy import with_proxy_waits
 
     return with_proxy_waits(analyze_dumps(to_dumpset(TablesBuilder().finish())), read_proxy_ops(path))
+
+
+def analyze_dumps(dumps: DumpSet, hosts: HostMap | None = None, earlier: DumpSet | None = None) -> Report:
+    """The pipeline on already-loaded dumps: tables -> model -> diagnosis -> judgment -> report
+    (compared with ``earlier`` dumps of the job, if given)."""
+    from .diagnosis.analysis import run_analysis
+
+    return report_of(run_analysis(dumps), hosts, None if earlier is None else run_analysis(earlier))
+
+
+def report_of(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | None = None) -> Report:
+    """The Report of an analysis: its judgment (against ``earlier``'s analysis, if given), in
+    the fields and words a user reads."""
+    from .diagnosis.judgment import judge
+    from .report.build import build_report
+
+    return build_report(a, judge(a, earlier), hosts)
 
 
 def load_earlier(

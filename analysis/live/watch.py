@@ -177,13 +177,13 @@ def judge(
     """The line for ``snap`` (analysed as ``a``) against the previous snapshot's analysis and
     line (``None``: the first one), and its report. ``t0``: when reading began
     (``time.perf_counter``), for the line's ``seconds``."""
-    from ..report.build import build_report
+    from ..api import report_of
 
     start = time.perf_counter() if t0 is None else t0
     try:
-        report = build_report(a, hosts, previous)
+        report = report_of(a, hosts, previous)
     except InputError as exc:  # not comparable: this snapshot starts a new baseline
-        report = build_report(a, hosts, None)
+        report = report_of(a, hosts, None)
         line = line_of(report, snap, None, time.perf_counter() - start)
         line.message = f"not compared with the previous snapshot ({exc})"
     else:

@@ -1,15 +1,13 @@
-"""From loaded dumps to a Report: analysis -> diagnosis -> the report a user reads."""
+"""A diagnosis in the fields and words a user reads: the Report (the pipeline that makes the
+diagnosis runs in ``analysis.api``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..diagnosis.analysis import Analysis, run_analysis
-from ..diagnosis.health import apply_health, tie_of
-from ..diagnosis.unreadable import unreadable_files
-from ..diagnosis.verdict import diagnose
-from ..model.health import health_of
-from ..types import DumpSet, HostMap
+from ..diagnosis.analysis import Analysis
+from ..diagnosis.judgment import Judgment
+from ..types import HostMap
 from .evidence import evidence, reason
 from .report import Report, Wavefront
 from .text import summary_sentence, tie_broken_summary
@@ -43,16 +41,12 @@ def summarize_progress(a: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | None = None) -> Report:
-    """The Report of an analysis: its diagnosis, in the words and fields a user reads.
+def build_report(a: Analysis, j: Judgment, hosts: HostMap | None = None) -> Report:
+    """The Report of an analysis and its judgment, in the words and fields a user reads.
 
-    ``hosts`` says where ranks ran (default: host names in the dump file names, if any);
-    ``earlier`` is an earlier snapshot of the same job to compare with.
+    ``hosts`` says where ranks ran (default: host names in the dump file names, if any).
     """
-    d = diagnose(a)
-    health = health_of(a.dumps)
-    d, by_health = apply_health(d, health, tie_of(a, d))
-    unreadable = unreadable_files(a)
+    d = j.diagnosis
     wavefront = None
     if d.wave is not None:
         g = a.groups.groups.get(d.wave[0])
@@ -60,9 +54,9 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
             wavefront = Wavefront(g.key, g.name, g.desc, g.ranks, d.wave[1], d.wave[2])
     suspects = d.suspects
     summary = summary_sentence(
-        d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks), set(unreadable)
+        d.verdict, d.failure_class, suspects, wavefront, len(d.victims), len(a.dumps.ranks), set(j.unreadable)
     )
-    if by_health.changed:
+    if j.tie_broken_by_health:
         summary = tie_broken_summary(suspects, wavefront, len(d.victims))
     report = Report(
         verdict=d.verdict,
@@ -72,7 +66,7 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
         attribution_state=d.attribution,
         wavefront=wavefront,
         summary=summary,
-        evidence=evidence(d.findings, a.groups, unreadable),
+        evidence=evidence(d.findings, a.groups, j.unreadable),
         findings=d.findings,
         possible_ranks=[{"rank": r, "reason": reason(f, a.groups)} for r, f in sorted(d.possible.items())],
         ranks_loaded=len(a.dumps.ranks),
@@ -81,22 +75,15 @@ def build_report(a: Analysis, hosts: HostMap | None = None, earlier: Analysis | 
         process_groups=summarize_progress(a),
         suspect_classes=dict(d.suspect_classes),
         analysis=a,
-        health=health,
+        health=j.health,
     )
-    add_triage(report, a, d, hosts, earlier)
-    return report
-
-
-def analyze_dumps(dumps: DumpSet, hosts: HostMap | None = None, earlier: DumpSet | None = None) -> Report:
-    """Analyze already-loaded dumps (and compare them with ``earlier`` dumps of the job)."""
-    a = run_analysis(dumps)
-    report = build_report(a, hosts, None if earlier is None else run_analysis(earlier))
+    add_triage(report, a, j, hosts)
     report.tables = {
-        "entries": dumps.entries,
-        "stacks": dumps.stacks,
+        "entries": a.dumps.entries,
+        "stacks": a.dumps.stacks,
         "groups": a.groups.to_frame(),
-        "pg_status": dumps.status,
-        "files": dumps.files,
+        "pg_status": a.dumps.status,
+        "files": a.dumps.files,
     }
     if report.comparison is not None:
         report.tables["compare"] = report.comparison.deltas

@@ -8,11 +8,9 @@ import os
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
-from ..diagnosis.caveats import confidence, find_caveats
-from ..diagnosis.compare import compare_progress
-from ..diagnosis.rank_classes import rank_classes
+from ..diagnosis.caveats import confidence
+from ..diagnosis.judgment import Judgment
 from ..diagnosis.unreadable import unreadable_files
-from ..diagnosis.verdict import Diagnosis
 from ..ingest.discover import rank_from_name
 from ..ingest.hosts import hosts_from_names
 from ..types import HostMap
@@ -23,19 +21,17 @@ from .hosts import host_fields
 from .report import Report
 
 
-def add_triage(
-    report: Report, a: Analysis, d: Diagnosis, host_map: HostMap | None = None, earlier: Analysis | None = None
-) -> None:
-    """Fill in the report's triage fields (computed from the analysis and its diagnosis)."""
-    caveats = find_caveats(a, d)
-    report.confidence = confidence(caveats).value
-    report.caveats = [caveat_sentence(c, a, d.wave) for c in caveats]
-    report.classes = rank_classes(a, d)
-    report.rank_classes = class_fields(a, report.classes, d.findings)
+def add_triage(report: Report, a: Analysis, j: Judgment, host_map: HostMap | None = None) -> None:
+    """Fill in the report's triage fields from the judgment of the analysis."""
+    d = j.diagnosis
+    report.confidence = confidence(j.caveats).value
+    report.caveats = [caveat_sentence(c, a, d.wave) for c in j.caveats]
+    report.classes = j.classes
+    report.rank_classes = class_fields(a, j.classes, d.findings)
     set_hosts(report, host_map or names_host_map(a))
-    if earlier is not None:
-        report.comparison = compare_progress(a, earlier, set(d.suspect_classes))
-        report.compare = compare_fields(report.comparison)
+    if j.comparison is not None:
+        report.comparison = j.comparison
+        report.compare = compare_fields(j.comparison)
 
 
 def names_host_map(a: Analysis) -> HostMap | None:
