@@ -13,7 +13,7 @@ STEP = ["ar:dp", "ag:tp", "ar:tp", "bc:tp", "ar:pp"]
 """One training step: op and group family of each call, in order."""
 
 
-def records(histories: dict[int, list[str]], first: int = 0) -> Records:
+def records(histories: dict[int, list[str]], first: int = 0, sizes: dict[int, str] | None = None) -> Records:
     """Records of ranks whose calls are ``op:family`` names, numbered from ``first``."""
     rows = []
     for rank, calls in histories.items():
@@ -31,7 +31,7 @@ def records(histories: dict[int, list[str]], first: int = 0) -> Records:
                     "entry": len(rows),
                     "family": family,
                     s.OP: op,
-                    s.INPUT_SIZES: "[[4]]",
+                    s.INPUT_SIZES: (sizes or {}).get(rank, "[[4]]") if op == "all_to_all" else "[[4]]",
                     s.INPUT_DTYPES: "['Float']",
                     s.CALL_SITE: f"train.py:{10 + STEP.index(call) if call in STEP else 99} in step",
                 }
@@ -120,3 +120,20 @@ def test_of_a_pair_that_departs_from_each_other_the_cheaper_side_is_named():
 
 def test_a_pair_equally_far_from_each_other_is_not_decided():
     assert causes({0: steps(2) + ["ar:x"], 1: steps(2) + ["ar:y"]}, [0, 1]) is None
+
+
+def test_an_exchange_issued_with_other_splits_is_the_same_call():
+    """An all_to_all's splits differ by rank and by step: its sizes are no part of the call."""
+    exchange = ["all_to_all:ep", *STEP[1:]]
+    histories = {0: exchange * 3, 1: exchange * 3, 2: exchange * 3}
+    r = records(histories, sizes={2: "[[7]]"})
+    assert record_departure(r, record_codes(r), 2, [0, 1]) is None
+
+
+def test_ranks_that_depart_alike_run_another_program_and_are_not_named():
+    """Two ranks measured against the same others, both departing at one record with one
+    call: another stage the dumps did not tell apart, not two faults."""
+    other = steps(2) + ["bc:pp"] + STEP[1:]
+    histories = {0: steps(3), 1: steps(3), 2: steps(3), 3: other, 4: other}
+    assert causes(histories, [0, 3, 4]) is None
+    assert causes({**histories, 4: steps(3)}, [0, 3, 4]) == [3]

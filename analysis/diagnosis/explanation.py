@@ -13,6 +13,7 @@ else the dumps show).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -130,10 +131,22 @@ def cycle_causes(
             edits[r] = found
         elif found is False:
             undecided.add(r)
-    named = {r: e for r, e in edits.items() if _stands(r, e, edits, undecided, mates_of) and explains(e)}
+    alike = Counter(_how(records, e) for e in edits.values())
+    named = {
+        r: e
+        for r, e in edits.items()
+        if alike[_how(records, e)] == 1 and _stands(r, e, edits, undecided, mates_of) and explains(e)
+    }
     if not named or len(named) == len(comp) or len(named) + len(undecided) == len(comp):
         return None
     return named
+
+
+def _how(records: Records, e: RecordEdit) -> tuple[int, str, int]:
+    """A departure as (record, edit, the call the rank issued there): ranks that depart alike
+    run another program than the ranks they were measured against (another pipeline stage
+    the dumps did not tell apart), not one fault each."""
+    return e.record_id, e.kind, int(records.table["token"].iat[e.row])
 
 
 def _stands(

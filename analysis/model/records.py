@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..opnames import is_exchange
 
 TAIL = 96
 """Records kept per rank, the newest: the departure that hangs a job lies near its end."""
@@ -30,7 +31,8 @@ MIN_REPEATS = 2
 """A period must be seen at least this many times over."""
 
 CALL = ("family", s.OP, s.INPUT_SIZES, s.INPUT_DTYPES, s.CALL_SITE)
-"""What a call is in record order."""
+"""What a call is in record order (an exchange's sizes left out: its splits differ by rank
+and by step, as in ``families.call_codes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +85,11 @@ def newest_records(
 
 
 def records_of(table: pd.DataFrame) -> Records:
-    """:class:`Records` of a table with every column but ``token``, which is added."""
+    """:class:`Records` of a table with every column but ``token``, which is added (an
+    exchange's sizes blanked first: its splits differ by rank and by step)."""
     table = table.reset_index(drop=True)
+    exchange = np.array([is_exchange(str(op)) for op in table[s.OP]], dtype=bool)
+    table[s.INPUT_SIZES] = np.where(exchange, "", table[s.INPUT_SIZES].astype(str).to_numpy())
     return Records(table.assign(token=table.groupby(list(CALL), sort=False, dropna=False).ngroup().to_numpy(np.int64)))
 
 
