@@ -1,14 +1,15 @@
 """Benchmark Flight Deck against the read+unpickle floor and torch's fr_trace.
 
-    python -m benchmarks [--sizes 256,1024,4096,16384] [--entries 2000]
-                         [--dir /tmp/fd-bench] [--skip-frtrace-above 4096]
+    python -m benchmarks [--sizes 256,1024,4096] [--entries 2000] [--repeat 3]
+                         [--dir /tmp/fd-bench] [--skip-frtrace-above 4096] [--plot DIR]
 
 For each size: generate (or reuse) a synthetic hung-job dump set with a known
-culprit, warm the page cache, then time the floor (1 and 2 processes),
-Flight Deck end to end (cold, then again from its cache), and fr_trace where it
-fits in memory. The 2-process floor and the cold run are repeated side by side
-for small sets (``--repeat``) and their medians reported. Prints a table and writes results.json/results.md
-under --dir.
+culprit, warm the page cache, then time fr_trace where it fits in memory and,
+interleaved ``--repeat`` times, Flight Deck end to end on an empty cache, the floor
+(read and unpickle every file in 2 processes, the garbage collector off as fr_trace
+has it) and the old floor (the collector on); then Flight Deck again from its cache.
+Medians are reported, with peak RSS over each command's whole process tree. Prints a
+table, writes results.json/results.md under --dir and, with ``--plot DIR``, a picture.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ from benchmarks.synth import TRUTH_FILE, write_dump_set
 
 GB = 1e9
 REPEAT_SMALL = 3
-"""Runs of the 2-process floor and of Flight Deck cold, side by side, for a set under
-REPEAT_BELOW_BYTES (the medians are reported): a run of a second or two on a shared
-machine varies by a tenth or more from one run to the next."""
-REPEAT_BELOW_BYTES = 1e9
+"""Cold runs of Flight Deck, each followed by the floor and the old floor (the medians are
+reported): a run of a second or two on a shared machine varies by a tenth or more from one
+run to the next."""
 
 
 def _log(msg: str) -> None:
@@ -125,7 +125,8 @@ def _named(culprit: list[int], named: list[int]) -> str:
     return "no"
 
 
-def bench_floor(dump_dir: Path, procs: int, timeout_s: float) -> RunResult:
+def bench_floor(dump_dir: Path, procs: int, timeout_s: float, collector: bool = False) -> RunResult:
+    """The floor with ``procs`` processes, the garbage collector off while unpickling (or on: the old floor)."""
     cmd = [
         sys.executable,
         "-m",
@@ -133,16 +134,18 @@ def bench_floor(dump_dir: Path, procs: int, timeout_s: float) -> RunResult:
         str(dump_dir),
         "--procs",
         str(procs),
+        "--gc",
+        "on" if collector else "off",
     ]
     return run_measured(cmd, cwd=str(flightdeck.REPO_ROOT), env=_env(), timeout_s=timeout_s)
 
 
 def bench_flightdeck(
-    dump_dir: Path, truth: dict, timeout_s: float, cache_dir: str
+    dump_dir: Path, truth: dict, timeout_s: float, cache_dir: str, workers: int | None = None
 ) -> tuple[RunResult, flightdeck.Verdict, str]:
     """One end-to-end run with its tables cache in ``cache_dir`` (empty: a cold run)."""
     run = run_measured(
-        flightdeck.command(str(dump_dir)),
+        flightdeck.command(str(dump_dir), workers=workers),
         cwd=str(flightdeck.REPO_ROOT),
         env={**_env(), "FLIGHTDECK_CACHE_DIR": cache_dir},
         timeout_s=timeout_s,
@@ -195,6 +198,7 @@ def bench_frtrace(
     row = {
         "frtrace_s": run.wall_s,
         "frtrace_rss_gb": run.peak_rss / GB,
+        "frtrace_main_rss_gb": run.peak_rss_main / GB,
         "frtrace_named": _named(truth["culprit"], named) if not run.killed else "killed",
         "frtrace_detail": "; ".join(detail),
     }
@@ -210,6 +214,13 @@ def _loadavg() -> float | None:
             return float(f.read().split()[0])
     except (OSError, ValueError):
         return None
+
+
+def _peaks(row: dict, key: str, run: RunResult) -> None:
+    """Keep the largest peak over the process tree (``key``) and of the top process alone."""
+    row[key + "_rss_gb"] = max(row.get(key + "_rss_gb", 0.0), run.peak_rss / GB)
+    row[key + "_main_rss_gb"] = max(row.get(key + "_main_rss_gb", 0.0), run.peak_rss_main / GB)
+    row[key + "_procs"] = max(row.get(key + "_procs", 0), run.processes)
 
 
 def bench_size(ranks: int, args: argparse.Namespace, seen: list[tuple[int, int]]) -> dict:
@@ -228,53 +239,60 @@ def bench_size(ranks: int, args: argparse.Namespace, seen: list[tuple[int, int]]
         "loadavg_before": _loadavg(),
     }
     _log(f"{ranks} ranks: {row['gen_note']}, {dump_bytes / GB:.2f} GB")
-    repeats = max(1, args.repeat or (REPEAT_SMALL if dump_bytes < REPEAT_BELOW_BYTES else 1))
-    row["repeats"] = repeats
-    run = bench_floor(dump_dir, 1, args.timeout)
-    if run.rc == 0:
-        row["floor_1p_s"], row["floor_1p_rss_gb"] = run.wall_s, run.peak_rss / GB
-    else:
-        row["floor_1p_s_note"] = f"failed rc {run.rc}"
-    _log(f"{ranks} ranks: floor 1p {run.wall_s:.1f}s, peak RSS {run.peak_rss / GB:.2f} GB")
+    repeats = max(1, args.repeat or REPEAT_SMALL)
+    procs = args.workers or 2
+    row["repeats"], row["floor_procs"] = repeats, procs
     if not args.no_frtrace:
         row.update(bench_frtrace(dump_dir, ranks, dump_bytes, truth, seen, args))
         _log(f"{ranks} ranks: fr_trace {row.get('frtrace_s') or '-'}s: {row['frtrace_detail']}")
-    floors: list[float] = []
-    colds: list[float] = []
-    ratios: list[float] = []
-    for attempt in range(1, repeats + 1):  # the floor and a cold run side by side, so that both see the same machine
-        floor = bench_floor(dump_dir, 2, args.timeout)
-        if floor.rc == 0:
-            floors.append(floor.wall_s)
-            row["floor_2p_rss_gb"] = max(row.get("floor_2p_rss_gb", 0.0), floor.peak_rss / GB)
-        else:
-            row["floor_2p_s_note"] = f"failed rc {floor.rc}"
+    runs: dict[str, list[float]] = {"fd": [], "floor": [], "floor_gc": []}
+    ratios: list[str] = []
+    cache_dir = ""
+    # Interleaved (Flight Deck, floor, old floor; again ...) so that all three see the same machine.
+    for attempt in range(1, repeats + 1):
+        if cache_dir:
+            shutil.rmtree(cache_dir, ignore_errors=True)
         cache_dir = tempfile.mkdtemp(prefix="fd-bench-cache-")  # empty: a cold run
-        run, verdict, named = bench_flightdeck(dump_dir, truth, args.timeout, cache_dir)
+        run, verdict, named = bench_flightdeck(dump_dir, truth, args.timeout, cache_dir, args.workers)
         if verdict.ok:
-            colds.append(run.wall_s)
-            if floor.rc == 0:
-                ratios.append(run.wall_s / floor.wall_s)
-        row["fd_rss_gb"] = max(row.get("fd_rss_gb", 0.0), run.peak_rss / GB)
+            runs["fd"].append(run.wall_s)
+            _peaks(row, "fd", run)
         if attempt == 1:
             row.update(fd_named=named, fd_class=verdict.failure_class, fd_error=verdict.error)
             row["fd_suspects"] = verdict.suspect_ranks[:20]
-        _log(f"{ranks} ranks: floor 2p {floor.wall_s:.2f}s, Flight Deck {run.wall_s:.2f}s ({verdict.error or named})")
-        if attempt < repeats:
-            shutil.rmtree(cache_dir, ignore_errors=True)
-    if floors:
-        row["floor_2p_s"] = statistics.median(floors)
-    if colds:
-        row["fd_s"] = statistics.median(colds)
-    else:
+        floor = bench_floor(dump_dir, procs, args.timeout)
+        if floor.rc == 0:
+            runs["floor"].append(floor.wall_s)
+            _peaks(row, "floor", floor)
+        else:
+            row["floor_s_note"] = f"failed rc {floor.rc}"
+        old = bench_floor(dump_dir, procs, args.timeout, collector=True)
+        if old.rc == 0:
+            runs["floor_gc"].append(old.wall_s)
+        else:
+            row["floor_gc_s_note"] = f"failed rc {old.rc}"
+        if verdict.ok and floor.rc == 0:
+            ratios.append(f"{run.wall_s / floor.wall_s:.2f}x")
+        _log(
+            f"{ranks} ranks, run {attempt}/{repeats}: Flight Deck {run.wall_s:.2f}s ({verdict.error or named}), "
+            f"floor {floor.wall_s:.2f}s, old floor (collector on) {old.wall_s:.2f}s"
+        )
+    for key, values in runs.items():
+        if values:
+            row[key + "_s"] = statistics.median(values)
+            row[key + "_runs"] = [round(v, 3) for v in values]
+    if not runs["fd"]:
         row["fd_s_note"] = "error"
-    if colds and floors:
-        row["fd_ratio"] = row["fd_s"] / row["floor_2p_s"]
+    if runs["fd"] and runs["floor"]:
+        row["fd_ratio"] = row["fd_s"] / row["floor_s"]
+    if runs["fd"] and runs["floor_gc"]:
+        row["fd_ratio_gc"] = row["fd_s"] / row["floor_gc_s"]
     if len(ratios) > 1:
-        row["fd_ratio_runs"] = ", ".join(f"{r:.2f}x" for r in ratios)
-    run, verdict, _ = bench_flightdeck(dump_dir, truth, args.timeout, cache_dir)  # reopens from the last cache
+        row["fd_ratio_runs"] = ", ".join(ratios)
+    run, verdict, _ = bench_flightdeck(dump_dir, truth, args.timeout, cache_dir, args.workers)  # from the last cache
     if verdict.ok:
         row["fd2_s"] = run.wall_s
+        row["fd2_rss_gb"] = run.peak_rss / GB
     else:
         row["fd2_s_note"] = "error"
     _log(f"{ranks} ranks: Flight Deck from its cache: {run.wall_s:.1f}s, {verdict.error or 'ok'}")
@@ -300,7 +318,7 @@ def _meta(args: argparse.Namespace) -> dict:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="256,1024,4096,16384", help="comma-separated world sizes")
+    ap.add_argument("--sizes", default="256,1024,4096", help="comma-separated world sizes")
     ap.add_argument("--entries", type=int, default=2000, help="entries per rank (ring buffer size)")
     ap.add_argument(
         "--dir",
@@ -331,8 +349,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--repeat",
         type=int,
         default=None,
-        help=f"runs of the 2-process floor and of a cold Flight Deck, medians reported (default: {REPEAT_SMALL} "
-        f"for sets under {REPEAT_BELOW_BYTES / GB:.0f} GB, else 1)",
+        help=f"cold runs of Flight Deck, each followed by the floor and the old floor, medians reported "
+        f"(default {REPEAT_SMALL})",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes of the floor and Flight Deck's --workers (default: 2 for the floor, Flight Deck's own)",
+    )
+    ap.add_argument(
+        "--plot",
+        metavar="DIR",
+        default=None,
+        help="write scale.html (plotly) and scale.png (matplotlib) of time and peak memory against ranks to DIR",
     )
     ap.add_argument("--fault", choices=("stuck", "none"), default="stuck")
     ap.add_argument(
@@ -360,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + line)
     js, md = report.write(Path(args.dir), rows, meta)
     print(f"\nwrote {js} and {md}")
+    if args.plot:
+        from benchmarks import plot  # plotly and matplotlib, only when asked for
+
+        html, png = plot.write(Path(args.plot), rows, meta)
+        print(f"wrote {html} and {png}")
     return 0
 
 

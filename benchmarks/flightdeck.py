@@ -13,8 +13,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 EXIT_MEANING = {0: "healthy", 1: "hang found", 2: "nothing analyzable"}
 
 
-def command(dump_dir: str, python: str = sys.executable) -> list[str]:
-    return [python, "-m", "analysis", dump_dir, "--json", "--quiet"]
+def command(dump_dir: str, python: str = sys.executable, workers: int | None = None) -> list[str]:
+    cmd = [python, "-m", "analysis", dump_dir, "--json", "--quiet"]
+    return cmd + ["--workers", str(workers)] if workers else cmd
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 Tools under test may fork worker pools, so the RSS of the top process alone
 understates their footprint. A poller walks /proc every ~50 ms, sums the RSS
-of the process and all its descendants, and keeps the largest sum seen. It
+of the process and all its descendants (workers, a fork server and its
+children), and keeps the largest sum seen, and beside it the largest RSS of the
+top process alone, which shows how much the workers add. It
 can also kill the tree when that sum crosses a limit (a memory guard). The wall
 time ends when the process exits (a thread waits for it), not at the next poll.
 """
@@ -32,6 +34,8 @@ class RunResult:
     stdout: str
     stderr: str
     killed: str | None = None  # why the guard killed it, if it did
+    peak_rss_main: int = 0  # bytes, the top process alone
+    processes: int = 1  # the most processes seen in the tree at once
 
 
 def _parents() -> dict[int, int]:
@@ -106,9 +110,13 @@ def run_measured(
             exited.set()
 
         threading.Thread(target=wait_for_exit, daemon=True).start()
-        peak, killed = 0, None
+        peak, peak_main, processes, killed = 0, 0, 1, None
         while not exited.is_set():
-            peak = max(peak, tree_rss(proc.pid))
+            pids = tree_pids(proc.pid)
+            sizes = [_rss(p) for p in pids]
+            peak = max(peak, sum(sizes))
+            peak_main = max(peak_main, sizes[0])
+            processes = max(processes, sum(1 for size in sizes if size))
             elapsed = time.perf_counter() - t0
             if rss_limit is not None and peak > rss_limit:
                 killed = f"peak RSS above {rss_limit / 2**30:.1f} GiB after {elapsed:.0f}s"
@@ -130,4 +138,6 @@ def run_measured(
             stdout=out.read().decode(errors="replace"),
             stderr=err.read().decode(errors="replace"),
             killed=killed,
+            peak_rss_main=peak_main,
+            processes=processes,
         )
