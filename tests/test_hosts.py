@@ -41,7 +41,7 @@ def test_hostfile_with_header_and_comments(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("0,a\n1\n", "line 2: expected 'rank,host', found 1 field(s)"),
+        ("0,a\n1\n", "line 2: expected 'rank,host', found 1 field"),
         ("0,a\nx,b\n", "line 2: rank 'x' is not a whole number"),
         ("0,a\n-1,b\n", "line 2: rank '-1' is not a whole number"),
         ("0,a\n1,b c\n", "line 2: 'b c' is not a host name"),

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ..types import FailureClass, HostMap
+from .words import compact_ranks
 
 
 def host_fields(
@@ -56,3 +57,18 @@ def host_labels(host_map: HostMap | None, ranks: Iterable[int]) -> dict[int, str
     if not host_map:
         return {}
     return {r: h for r in ranks if (h := host_map.host(r)) is not None}
+
+
+def drain_reasons(hosts: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each host of the report's ``hosts`` with why it is drained: the suspects it holds, the
+    ranks on it without a readable dump."""
+    out = []
+    for h in hosts:
+        why = []
+        if h["suspect_ranks"]:
+            why.append(f"suspect {compact_ranks(h['suspect_ranks'], 8)}")
+        lost = [r for r in h["ranks_without_dump"] if r not in h["suspect_ranks"]]
+        if lost:
+            why.append(f"no readable dump from {compact_ranks(lost, 8)}")
+        out.append((str(h["host"]), "; ".join(why)))
+    return out

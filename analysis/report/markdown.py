@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .hosts import drain_reasons
 from .report import Report
 from .timeline import ClassTimeline, Moment, class_timelines, dump_time, rank_moments
 from .times import before, utc
@@ -115,16 +116,8 @@ def _suspects(report: Report) -> list[str]:
 
 def _drain(report: Report) -> list[str]:
     if report.drain_hosts:
-        lines = ["## Drain, in order of evidence", ""]
-        for h in report.hosts:
-            why = []
-            if h["suspect_ranks"]:
-                why.append(f"suspect {compact_ranks(h['suspect_ranks'], 8)}")
-            lost = [r for r in h["ranks_without_dump"] if r not in h["suspect_ranks"]]
-            if lost:
-                why.append(f"no readable dump from {compact_ranks(lost, 8)}")
-            lines.append(f"1. {escape(h['host'])} ({escape('; '.join(why))})")
-        return [*lines, ""]
+        lines = [f"1. {escape(host)} ({escape(why)})" for host, why in drain_reasons(report.hosts)]
+        return ["## Drain, in order of evidence", "", *lines, ""]
     if report.suspect_ranks and report.host_map is None:
         return ["## Drain", "", "Hosts unknown (give `--ranks-per-node N` or `--hostfile FILE`).", ""]
     return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from .hosts import drain_reasons
 from .report import Report, Wavefront
 from .words import compact_ranks, counted, ranks_text
 
@@ -154,16 +155,7 @@ def _classes(report: Report) -> str:
 def _drain_lines(report: Report) -> list[str]:
     """The drain list, last: the hosts to take out, in order of evidence."""
     if report.drain_hosts:
-        lines = ["Drain, in order of evidence:"]
-        for h in report.hosts:
-            why = []
-            if h["suspect_ranks"]:
-                why.append(f"suspect {compact_ranks(h['suspect_ranks'], 8)}")
-            lost = [r for r in h["ranks_without_dump"] if r not in h["suspect_ranks"]]
-            if lost:
-                why.append(f"no readable dump from {compact_ranks(lost, 8)}")
-            lines.append(f"  {h['host']}  ({'; '.join(why)})")
-        return lines
+        return ["Drain, in order of evidence:"] + [f"  {host}  ({why})" for host, why in drain_reasons(report.hosts)]
     if report.suspect_ranks and report.host_map is None:
         return ["Drain: hosts unknown (give --ranks-per-node N or --hostfile FILE)."]
     return [] if not report.suspect_ranks else ["Drain: no host holds a suspect."]

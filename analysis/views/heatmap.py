@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..report.report import Report
 from ..report.words import counted
-from .grid import OUTSIDE, STATE_NAMES, Grid, aggregate, block_max
+from .grid import OUTSIDE, STATE_NAMES, Grid, aggregate, block_max, group_grid
 
 #: Above this many cells the grid is aggregated. The clickable SVG overlay dominates
 #: the browser's paint time: for a 1,024 x 2,000 grid on a busy 2-core machine a page
@@ -215,3 +216,15 @@ def short_text(value: object, limit: int = 60) -> str:
     text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def wavefront_view(report: Report) -> HeatmapView | None:
+    """The wavefront group's heatmap view, on the window that holds its wavefront and first
+    divergence (``story_window``); None without a wavefront or cells."""
+    w = report.wavefront
+    if w is None or report.analysis is None:
+        return None
+    grid = group_grid(report.analysis, w.pg_key)
+    if grid.codes.size == 0:
+        return None
+    return build_view(grid, story_window(grid, w.collective_seq_id))

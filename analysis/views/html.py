@@ -21,8 +21,7 @@ from .classes import class_table
 from .drilldown import dump_ns, suspect_stack
 from .figures.classes import class_graph
 from .figures.heatmap import heatmap_figure
-from .grid import group_grid
-from .heatmap import build_view, story_window
+from .heatmap import wavefront_view
 from .waits import rank_marks
 
 _STYLE = (
@@ -54,13 +53,10 @@ def _frame_html(df: pd.DataFrame) -> str:
 def wavefront_figure(report: Report) -> go.Figure | None:
     """The wavefront group's heatmap (aggregated when large), hosts beside ranks, rows marked
     with failed health checks and proxy-wait culprits; or None."""
+    view = wavefront_view(report)
+    if view is None:
+        return None
     w = report.wavefront
-    if w is None or report.analysis is None:
-        return None
-    grid = group_grid(report.analysis, w.pg_key)
-    if grid.codes.size == 0:
-        return None
-    view = build_view(grid, story_window(grid, w.collective_seq_id))
     return heatmap_figure(
         view,
         wavefront_seq=w.collective_seq_id,

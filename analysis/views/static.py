@@ -18,8 +18,8 @@ from ..report.report import Report
 from ..report.timeline import class_timelines, dump_time
 from ..report.words import compact_ranks
 from .figures.colors import STATE_COLORS, SUSPECT_COLOR
-from .grid import STATE_NAMES, group_grid
-from .heatmap import build_view, story_window
+from .grid import STATE_NAMES
+from .heatmap import wavefront_view
 
 FORMATS = ("png", "svg")
 DPI = 150
@@ -30,13 +30,10 @@ _LABEL_ROWS = 64  # above this many heatmap rows, ticks name every n-th rank onl
 
 def wavefront_image(report: Report) -> Figure | None:
     """The wavefront group's heatmap: ranks down, seqs across, the wavefront marked; or None."""
+    view = wavefront_view(report)
+    if view is None:
+        return None
     w = report.wavefront
-    if w is None or report.analysis is None:
-        return None
-    grid = group_grid(report.analysis, w.pg_key)
-    if grid.codes.size == 0:
-        return None
-    view = build_view(grid, story_window(grid, w.collective_seq_id))
     n_rows, n_cols = view.codes.shape
     fig = Figure(figsize=(min(12.0, 4 + 0.18 * n_cols), min(9.0, 2.2 + 0.22 * n_rows)), layout="constrained")
     ax = fig.add_subplot()
