@@ -10,7 +10,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,15 @@ from typing import Any
 from dask_cluster import VENV_BIN, clean_env
 
 FLIGHTDECK = VENV_BIN / "flightdeck"
+
+
+def run_async(fn: Callable[..., Awaitable[Any]], *args: object) -> Any:
+    """``anyio.run(fn, *args)`` on a thread of its own: the browser tests' session keeps an
+    event loop running in the main thread, where a second one cannot start."""
+    import anyio
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
 
 
 def cli_json(path: Path, *extra: str) -> dict[str, Any] | str:

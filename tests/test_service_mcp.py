@@ -11,11 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from dask_cluster import clean_env
 from locations import SAMPLE_DUMPS, SHARED_FIXTURES
-from service_clients import FLIGHTDECK, cli_json, free_port
+from service_clients import FLIGHTDECK, cli_json, free_port, run_async
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters
@@ -79,7 +78,7 @@ def check_root(root: Path) -> None:
     with ThreadPoolExecutor(2) as pool:  # the command line's answers, while the server is asked
         said = {n: pool.submit(cli_json, root / n) for n in names}
         said_compared = {p: pool.submit(cli_json, root / p[1], "--compare", str(root / p[0])) for p in pairs}
-        tools, asked = anyio.run(ask_everything, root, names, pairs)
+        tools, asked = run_async(ask_everything, root, names, pairs)
         truth = {
             "reports": {n: f.result() for n, f in said.items()},
             "compared": {p: f.result() for p, f in said_compared.items()},
@@ -143,7 +142,7 @@ def test_a_suspect_explained_and_its_group_shown() -> None:
         ("group_states", {"path": "stuck_compute", "group": "tensor_parallel"}),
         ("analyze", {"path": "../stuck_compute"}),
     ]
-    _, (five, four, group, absent, ambiguous, outside, _again) = anyio.run(ask, SAMPLE_DUMPS, calls)
+    _, (five, four, group, absent, ambiguous, outside, _again) = run_async(ask, SAMPLE_DUMPS, calls)
     five, four, group = five.structured_content, four.structured_content, group.structured_content
     assert five["role"] == "suspect" and five["failure_class"] == "missing_participant"
     assert [w["ranks"] for w in five["waited_on_by"] if w["seq"] == 11 and w["pg_name"] == "3"] == [[4]]
@@ -188,7 +187,7 @@ def test_streamable_http_with_the_flag(tmp_path: Path) -> None:
             except OSError:
                 assert time.monotonic() < deadline, (tmp_path / "mcp.log").read_text()[-3000:]
                 time.sleep(0.2)
-        good, refused = anyio.run(ask_http)
+        good, refused = run_async(ask_http)
         assert not good.is_error and good.structured_content["suspect_ranks"] == [5]
         assert refused.is_error and "/etc: refused: it resolves outside the root" in refused.content[0].text
         assert proc.poll() is None
@@ -211,5 +210,5 @@ def test_the_readme_client_configuration_works_as_written() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
             return await client.call_tool("analyze", {"path": "stuck_compute"})
 
-    result = anyio.run(ask_configured)
+    result = run_async(ask_configured)
     assert not result.is_error and result.structured_content["suspect_ranks"] == [5]

@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from dask_cluster import clean_env
 from locations import SAMPLE_DUMPS
-from service_clients import FLIGHTDECK, get, http_server
+from service_clients import FLIGHTDECK, get, http_server, run_async
 
 pytest.importorskip("mcp")
 pytest.importorskip("fastapi")
@@ -93,7 +92,7 @@ def test_mcp_watch_status_is_the_watch_line(root: Path, tmp_path: Path) -> None:
     job = root / "job"
     calls = [{"dir": "job"}, {"dir": "job"}, {"dir": "../outside/job"}, {"dir": "link"}, {"dir": "job/snap-00/rank_0"}]
     calls.append({"dir": "job", "world": 10**9})
-    first, again, outside, link, a_file, huge = anyio.run(ask, root, calls)
+    first, again, outside, link, a_file, huge = run_async(ask, root, calls)
     assert not first.is_error, first.content
     got = first.structured_content
     assert json.loads(first.content[0].text) == got
