@@ -14,7 +14,7 @@ from typing import Any
 from nccl_sets import coll, write_set
 
 from analysis.diagnosis.analysis import run_analysis
-from analysis.diagnosis.record_alignment import Misaligned, RecordAlignment, _one_of_a_kind
+from analysis.diagnosis.record_alignment import RecordAlignment
 from analysis.tables.load import load
 
 
@@ -67,20 +67,6 @@ def test_ranks_that_hold_the_same_records_are_aligned(tmp_path: Path) -> None:
     assert _align(tmp_path, program, program) is None
 
 
-def test_shifted_and_aligned_judge_nothing_about_the_call(tmp_path: Path) -> None:
-    """``shifted`` says only who holds the extra record (a stage of several ranks decides
-    by which rank is odd, not by the call); ``aligned`` holds for records alike."""
-    program = _step_calls() * 4
-    skipped = program[:3] + program[4:]
-    write_set(tmp_path, {0: _records(0, program), 1: _records(1, skipped)})
-    a = run_analysis(load(tmp_path, use_cache=False, workers=1))
-    alignment = RecordAlignment(a)
-    m = alignment.shifted(1, 0)
-    assert m is not None and (m.long, m.short, m.added) == (0, 1, True)
-    assert not alignment.aligned(0, 1)
-    assert alignment.aligned(0, 0)
-
-
 def test_like_calls_one_seq_apart_are_not_aligned_records(tmp_path: Path) -> None:
     """Rank 1 leaves out a send early on; only the later records are kept (an only-active
     dump). From the first number both hold, rank 1's like all_reduces stand one seq ahead
@@ -97,15 +83,3 @@ def test_like_calls_one_seq_apart_are_not_aligned_records(tmp_path: Path) -> Non
     a = run_analysis(load(tmp_path, use_cache=False, workers=1))
     alignment = RecordAlignment(a)
     assert alignment.compare(0, 1) is None
-    assert alignment.shifted(0, 1) is None
-
-
-def test_ranks_odd_alike_run_another_program() -> None:
-    """Four ranks each one record ahead at the same record and collective (a last stage's
-    loss all_reduce, compared with a first stage) are not four culprits; a rank odd alone is."""
-
-    def odd(rank: int, record_id: int) -> Misaligned:
-        return Misaligned(rank, rank, record_id, "4", 2, "all_reduce", False, added=True)
-
-    found = {r: odd(r, 5) for r in (12, 13, 14, 15)} | {7: odd(7, 9)}
-    assert list(_one_of_a_kind(found)) == [7]

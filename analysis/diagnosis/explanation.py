@@ -59,8 +59,14 @@ def record_codes(records: Records) -> dict[str, np.ndarray]:
     return out
 
 
+def call_points(records: Records) -> pd.Series:
+    """token -> at how many record numbers (of any rank) the call stands."""
+    t = records.table
+    return t.drop_duplicates(["token", s.RECORD_ID])["token"].value_counts()
+
+
 def record_departure(
-    records: Records, codes: dict[str, np.ndarray], rank: int, mates: list[int]
+    records: Records, codes: dict[str, np.ndarray], rank: int, mates: list[int], points: pd.Series | None = None
 ) -> RecordEdit | None | bool:
     """The first edit of ``rank``'s newest records against the program of ``mates``; None
     where they line up; False where nothing can tell: no record both hold; no record before
@@ -85,7 +91,7 @@ def record_departure(
     rows = mine.index.to_numpy()[first : first + costs.HORIZON]
     start = int(rids[first])
     ahead = [program.at(start + j) for j in range(len(rows) + costs.BAND + 1)]
-    points = t.drop_duplicates(["token", s.RECORD_ID])["token"].value_counts()  # the records each call stands at
+    points = call_points(records) if points is None else points
     mine_calls = [int(tok) for tok in tokens[first : first + costs.HORIZON]]
     calls = Calls(
         mine_calls,
@@ -122,11 +128,11 @@ def cycle_causes(
     program by an edit that ``explains`` a wait of the cycle, where some member does not
     depart (it is in step: blocked where they left it); where every member departs, the
     strictly cheapest. None where the records do not decide."""
-    codes = record_codes(records)
+    codes, points = record_codes(records), call_points(records)
     edits: dict[int, RecordEdit] = {}
     undecided: set[int] = set()
     for r in comp:
-        found = record_departure(records, codes, r, mates_of.get(r, []))
+        found = record_departure(records, codes, r, mates_of.get(r, []), points)
         if isinstance(found, RecordEdit):
             edits[r] = found
         elif found is False:

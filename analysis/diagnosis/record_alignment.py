@@ -14,8 +14,7 @@ shows a skip inside a run of like collectives, where the seqs of the group alone
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -43,14 +42,6 @@ class Misaligned:
     op: str
     is_p2p: bool
     added: bool
-    against: tuple[int, ...] = ()
-    """The ranks of its stage, agreeing with each other, it was found odd against (none:
-    judged by the call, against its one such rank)."""
-
-    @property
-    def rank(self) -> int:
-        """The rank that left its program: the one with the extra record if added, else the short one."""
-        return self.long if self.added else self.short
 
 
 class RecordAlignment:
@@ -93,26 +84,10 @@ class RecordAlignment:
             self._calls[rank], self._where[rank] = calls, where
         return self._calls[rank]
 
-    def aligned(self, one: int, other: int) -> bool:
-        """Whether ``one`` and ``other`` hold the same call at every record number both hold
-        (``MIN_SHIFTED`` or more of them)."""
-        a, b = self._records(one), self._records(other)
-        common = set(a) & set(b)
-        return len(common) >= MIN_SHIFTED and all(a[r] == b[r] for r in common)
-
-    def shifted(self, one: int, other: int) -> Misaligned | None:
-        """Where ``one`` and ``other`` stop holding the same call at the same record number and
-        one is a record short from there on, with no judgment of which left the program
-        (``added``: whether ``long`` is the one with the extra record, always True here)."""
-        return self._compare(one, other, judge=False)
-
     def compare(self, one: int, other: int) -> Misaligned | None:
         """Where ``one`` and ``other`` (ranks of one program at one stage) stop holding the
         same call at the same record number and one is a record short from there on, judged
         by the call (see the module)."""
-        return self._compare(one, other, judge=True)
-
-    def _compare(self, one: int, other: int, judge: bool) -> Misaligned | None:
         a, b = self._records(one), self._records(other)
         common = sorted(set(a) & set(b))
         first = next((r for r in common if a[r] != b[r]), None)
@@ -126,10 +101,10 @@ class RecordAlignment:
                 # the short rank, or another rank of the call's groups, issues it too: the program's
                 shared = call in theirs.values() or self._issued_by_others(long, short, first)
                 own = not shared and list(mine.values()).count(call) == 1  # issued once, by the long rank alone
-                if judge and shared == own:
+                if shared == own:
                     continue  # neither shows: no decision
                 key, seq, op, p2p = self._where[long][first]
-                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own or not judge))
+                found.append(Misaligned(short, long, first, key, seq, op, p2p, added=own))
         return found[0] if len(found) == 1 else None
 
     def _issued_by_others(self, long: int, short: int, record_id: int) -> bool:
@@ -158,38 +133,3 @@ OTHERS_ASKED = 16
 
 MATES_COMPARED = 4
 """Ranks of a rank's program and stage its records are compared with, at most."""
-
-
-def odd_ranks(
-    alignment: RecordAlignment, ranks: Iterable[int], stage_mates: Callable[[int], set[int]]
-) -> dict[int, Misaligned]:
-    """Those of ``ranks`` whose records are shifted by one against those of the ranks of
-    their program and stage (``stage_mates``): against two or more of them, all alike and
-    none aligned with it, the rank is the odd one (a record long: it added one; short: it
-    skipped one); against its one such rank, the call decides."""
-    found: dict[int, Misaligned] = {}
-    for rank in ranks:
-        mates = sorted(stage_mates(rank) - {rank})[:MATES_COMPARED]
-        if len(mates) == 1:
-            m = alignment.compare(rank, mates[0])
-            if m is not None and m.rank == rank:
-                found[rank] = m
-            continue
-        decided = [m for mate in mates if (m := alignment.shifted(rank, mate)) is not None]
-        if len(decided) < 2 or len({m.long == rank for m in decided}) != 1:
-            continue
-        if any(alignment.aligned(rank, mate) for mate in mates):
-            continue
-        against = tuple(m.short if m.long == rank else m.long for m in decided)
-        found[rank] = replace(decided[0], added=decided[0].long == rank, against=against)
-    return _one_of_a_kind(found)
-
-
-def _one_of_a_kind(found: dict[int, Misaligned]) -> dict[int, Misaligned]:
-    """Of the odd ranks, those odd alone: ranks shifted alike, at one record and one
-    collective, run another program than the ranks they were compared with (a last
-    pipeline stage taken for a first where the dumps do not tell stages apart)."""
-    alike: dict[tuple, list[int]] = {}
-    for rank, m in found.items():
-        alike.setdefault((m.pg_key, m.seq, m.record_id, m.added), []).append(rank)
-    return {rank: m for rank, m in found.items() if len(alike[(m.pg_key, m.seq, m.record_id, m.added)]) == 1}
