@@ -215,7 +215,9 @@ class _Run:
                     self.lost(worker, worker.died())
                     continue
                 if result == READY:
+                    # the clock runs from here: starting a process is not reading the files
                     worker.ready = self.any_ready = True
+                    worker.started = now
                     continue
                 worker.task = None
                 self.order.add(task.index, task.files, unpack(result), task.position)
