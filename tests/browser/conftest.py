@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import CHROMIUM, CHROMIUM_ARGS, REPO, SCENARIO, Server
+from harness import CHROMIUM, CHROMIUM_ARGS, REPO, RUN_AHEAD_CULPRIT, RUN_AHEAD_SEQS, SCENARIO, Server
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +39,23 @@ def stuck_dumps(tmp_path_factory) -> Path:
         check=True,
         capture_output=True,
         timeout=300,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def run_ahead_1024(tmp_path_factory) -> Path:
+    """1,024 NCCL-shaped ranks x 2,000 entries (about 0.45 GB) made by ``python -m benchmarks.synth``:
+    rank 77 stuck, its tensor-parallel peers enqueued 120 more collectives past the wavefront.
+    Made once per session for every test that opens a thousand ranks."""
+    out = tmp_path_factory.mktemp("r1024") / "dumps"
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.synth", str(out), "--ranks", "1024", "--entries", "2000"]
+        + ["--fault", "stuck", "--culprit", str(RUN_AHEAD_CULPRIT), "--run-ahead", str(RUN_AHEAD_SEQS)],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+        timeout=600,
     )
     return out
 

@@ -24,6 +24,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCENARIO = "stuck_compute"
+#: The rank that stops in the session's 1,024-rank set (conftest's ``run_ahead_1024``), and how
+#: many collectives its tensor-parallel peers enqueued past the wavefront.
+RUN_AHEAD_CULPRIT = 77
+RUN_AHEAD_SEQS = 120
 
 # Page states Streamlit exposes for waiting.
 SCRIPT_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'

@@ -9,35 +9,25 @@ for the verdict, and stops the server with SIGTERM.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from harness import REPO, Server, alive, descendants, screenshot
+from harness import REPO, RUN_AHEAD_CULPRIT, Server, alive, descendants, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 APP = REPO / "dashboard" / "app.py"
-CULPRIT = 77
 PROGRESS = '[data-testid="stProgress"]'
 LOADED_S = 180
 EXIT_S = 10
 
 
 @pytest.fixture(scope="module")
-def big_dumps(tmp_path_factory) -> Path:
-    """1,024 ranks x 2,000 entries (about 0.45 GB), rank 77 stuck."""
-    out = tmp_path_factory.mktemp("r1024") / "dumps"
-    subprocess.run(
-        [sys.executable, "-m", "benchmarks.synth", str(out), "--ranks", "1024", "--entries", "2000"]
-        + ["--fault", "stuck", "--culprit", str(CULPRIT)],
-        check=True,
-        capture_output=True,
-        cwd=REPO,
-        timeout=600,
-    )
-    return out
+def big_dumps(run_ahead_1024) -> Path:
+    """1,024 ranks x 2,000 entries (about 0.45 GB), rank 77 stuck (the session's set, shared with
+    the postmortem page's test)."""
+    return run_ahead_1024
 
 
 def _start(dumps: Path, tmp: Path, name: str) -> Server:
@@ -66,7 +56,9 @@ def _stop_within(server: Server, seconds: float) -> float:
 
 
 def _suspect_shown(page) -> None:
-    page.get_by_test_id("stMetricValue").get_by_text(str(CULPRIT), exact=True).wait_for(timeout=LOADED_S * 1000)
+    page.get_by_test_id("stMetricValue").get_by_text(str(RUN_AHEAD_CULPRIT), exact=True).wait_for(
+        timeout=LOADED_S * 1000
+    )
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 3])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, SCRIPT_IDLE
+from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, RUN_AHEAD_CULPRIT, RUN_AHEAD_SEQS, SCRIPT_IDLE
 
 import analysis
 from analysis.views.html import build_html
@@ -133,3 +133,97 @@ def test_first_heatmap_holds_the_wavefront_past_a_run_ahead(serve, wide_page, ru
     assert lo2 > wave + 60 and hi2 > wave + 119, "one click shows the newest seqs, 120 past the wavefront"
     page.get_by_role("button", name="The wavefront").click()
     page.get_by_text("the wavefront and the first divergence").wait_for(timeout=30_000)
+
+
+#: Every table on the page: each column's width (from the grid's own columns) against the widest
+#: text among its header and the cells drawn, measured in the grid's font (cells are canvas-drawn;
+#: the grid's accessible table holds their text).
+TABLE_CELLS_JS = """(frame) => {
+  const canvas = frame.querySelector('canvas[data-testid=data-grid-canvas]');
+  let fiber = canvas[Object.keys(canvas).find(k => k.startsWith('__reactFiber'))], columns = null;
+  for (; fiber && !columns; fiber = fiber.return) {
+    const p = fiber.memoizedProps;
+    if (p && Array.isArray(p.columns) && p.columns.length && 'width' in p.columns[0]) columns = p.columns;
+  }
+  const style = getComputedStyle(frame.querySelector('.gdg-s1dgczr6').parentElement.parentElement);
+  const pad = parseFloat(style.getPropertyValue('--gdg-cell-horizontal-padding')) || 8;
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${style.getPropertyValue('--gdg-base-font-style')} ${style.getPropertyValue('--gdg-font-family')}`;
+  const width = new Map((columns || []).map(c => [c.title, c.width]));
+  const heads = {}, cells = {};
+  frame.querySelectorAll('table[role=grid] th').forEach(h => { heads[h.getAttribute('aria-colindex')] = h.textContent; });
+  frame.querySelectorAll('table[role=grid] td').forEach(c => {
+    const i = c.getAttribute('aria-colindex');
+    (cells[i] = cells[i] || []).push(c.textContent);
+  });
+  return Object.entries(heads).filter(([, title]) => width.has(title)).map(([i, title]) => {
+    const widest = [title, ...(cells[i] || [])].reduce((a, s) => ctx.measureText(s).width > ctx.measureText(a).width ? s : a, '');
+    return {column: title, text: widest, need: ctx.measureText(widest).width + 2 * pad, width: width.get(title),
+            rows: (cells[i] || []).length};
+  });
+}"""
+TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Waits", "Export")
+
+
+def _cells_whole(page) -> int:
+    """Asserts every table's drawn cells fit their columns; returns how many columns were checked."""
+    columns = []
+    for frame in page.locator('[data-testid="stDataFrame"]').all():
+        frame.scroll_into_view_if_needed()
+        frame.locator('canvas[data-testid="data-grid-canvas"]').wait_for(timeout=30_000)
+        frame.locator('table[role="grid"] th').first.wait_for(state="attached", timeout=30_000)
+        columns += frame.evaluate(TABLE_CELLS_JS)
+    cut = [c for c in columns if c["need"] > c["width"] + 1]
+    assert not cut, f"table cells cut: {cut}"
+    return len(columns)
+
+
+def test_a_thousand_ranks_run_ahead_every_tab_whole_at_1280_and_1920(serve, wide_page, run_ahead_1024):
+    """The issue's scale case: 1,024 ranks whose stuck rank's peers ran past the wavefront."""
+    page = wide_page
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    report = analysis.analyze(run_ahead_1024)  # also fills the tables cache the server reads
+    wave, suspects = int(report.wavefront.collective_seq_id), [str(r) for r in report.suspect_ranks]
+    assert suspects == [str(RUN_AHEAD_CULPRIT)]
+    entries = report.tables["entries"]
+    newest = int(entries.loc[entries["pg_name"] == report.wavefront.pg_name, "collective_seq_id"].max())
+    assert newest >= wave + RUN_AHEAD_SEQS, "the peers' buffers run past the wavefront"
+    row = list(report.analysis.groups.groups[report.wavefront.pg_key].ranks).index(RUN_AHEAD_CULPRIT)
+    del report, entries
+    server = serve(APP, "--dumps", str(run_ahead_1024))
+    page.goto(server.url)
+    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=240_000)
+    page.wait_for_selector(CHART_READY, timeout=60_000)
+    _idle(page)
+    lo, hi = page.evaluate(CHART_JS)["range"]
+    assert lo < wave < hi < newest, f"wavefront seq {wave} (newest {newest}) against the first window {lo}-{hi}"
+
+    columns = dict.fromkeys(TABS, 0)
+    for tab in TABS:
+        page.get_by_role("tab", name=tab).click()
+        _idle(page, 180_000)
+        panel = page.locator('[role="tabpanel"]:visible')
+        panel.locator("[data-testid]").first.wait_for(timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0, f"{tab}: an exception is shown"
+        assert panel.inner_text().strip(), f"{tab} is empty"
+        if tab == "Heatmap":  # the suspect's cell: its entry, stacks and newest entries below the chart
+            page.mouse.click(*page.evaluate(CELL_PIXEL_JS, [wave, row]))
+            page.get_by_text(f"Call stack of rank {RUN_AHEAD_CULPRIT} at seq ").wait_for(timeout=60_000)
+            _idle(page, 60_000)
+            page.wait_for_selector('[data-testid="stCode"] pre', timeout=30_000)
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 1000})
+            page.wait_for_timeout(300)
+            values = _whole(page, '[data-testid="stMetricValue"] > div')
+            assert suspects[0] in [v["text"].strip() for v in values], values
+            columns[tab] += _cells_whole(page)
+            if tab == "Heatmap":
+                _whole(page, 'input[aria-label="Process group"]')
+                _whole(page, '[data-testid="stCode"] pre')
+                lo, hi = page.evaluate(CHART_JS)["range"]
+                assert lo < wave < hi, f"at {width} px the wavefront seq {wave} left the window {lo}-{hi}"
+        page.set_viewport_size({"width": WIDTHS[0], "height": 1000})
+    assert columns["Heatmap"] and columns["Job"] and columns["All groups"], f"table columns checked: {columns}"
+    print(f"table columns checked per tab (both widths): {columns}")
+    assert not errors, f"the page raised: {errors}"
