@@ -53,3 +53,21 @@ def test_the_dashboard_picture_is_1440_px_wide_and_small() -> None:
     width, _height = struct.unpack(">II", data[16:24])
     assert width == 1440
     assert len(data) < 400 * 1024
+
+
+def test_the_readme_is_a_guide_of_300_lines_at_most() -> None:
+    lines = README.count("\n")
+    assert lines <= 300, f"README.md has {lines} lines; move the long parts under docs/"
+
+
+def test_the_layout_librarys_license_is_stated_as_installed() -> None:
+    """docs/install.md names grandalf's version and license as the installed package's metadata gives them."""
+    from importlib.metadata import metadata, version
+
+    page = (ROOT / "docs" / "install.md").read_text()
+    assert "(docs/install.md)" in README and "grandalf" in README
+    assert f"**grandalf** ({version('grandalf')}, pinned in `requirements.txt`)" in page
+    assert f"grandalf=={version('grandalf')}" in (ROOT / "requirements.txt").read_text()
+    assert f"`License: {metadata('grandalf')['License']}`" in page
+    either = " or ".join(metadata("grandalf")["License"].split(" | "))
+    assert f"grandalf, is {either} at your choice" in README
