@@ -1,6 +1,7 @@
 """The page as a team reads it in a postmortem, in a real browser at 1280 and 1920 px: no value
 cut, the never-issued rank drawn as a mark (not a bar), each stack named by its seq and op, and
-a long group opening on its wavefront however far the peers' buffers ran past it."""
+a long group opening on its wavefront however far the peers' buffers ran past it; and on 1,024
+ranks whose peers ran ahead, every tab rendering whole."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, RUN_AHEAD_CULPRIT, RUN_AHEAD_SEQS, SCRIPT_IDLE
+from layout_checks import check_layered_picture
 
 import analysis
 from analysis.views.html import build_html
@@ -162,6 +164,9 @@ TABLE_CELLS_JS = """(frame) => {
             rows: (cells[i] || []).length};
   });
 }"""
+#: Every text drawn by the first plotly chart's text traces.
+CHART_TEXT_JS = """() => document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot').data
+  .filter(t => t.mode === 'text').flatMap(t => Array.from(t.text || []).map(String))"""
 TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Waits", "Export")
 
 
@@ -190,6 +195,8 @@ def test_a_thousand_ranks_run_ahead_every_tab_whole_at_1280_and_1920(serve, wide
     newest = int(entries.loc[entries["pg_name"] == report.wavefront.pg_name, "collective_seq_id"].max())
     assert newest >= wave + RUN_AHEAD_SEQS, "the peers' buffers run past the wavefront"
     row = list(report.analysis.groups.groups[report.wavefront.pg_key].ranks).index(RUN_AHEAD_CULPRIT)
+    assert check_layered_picture(report.rank_classes), "the Job picture has roots, each with its reason"
+    reasons = {f"root: {c['root'].split()[0]}" for c in report.rank_classes if c["root"]}
     del report, entries
     server = serve(APP, "--dumps", str(run_ahead_1024))
     page.goto(server.url)
@@ -212,6 +219,10 @@ def test_a_thousand_ranks_run_ahead_every_tab_whole_at_1280_and_1920(serve, wide
             page.get_by_text(f"Call stack of rank {RUN_AHEAD_CULPRIT} at seq ").wait_for(timeout=60_000)
             _idle(page, 60_000)
             page.wait_for_selector('[data-testid="stCode"] pre', timeout=30_000)
+        if tab == "Job":  # the picture as drawn names every root's reason
+            page.wait_for_selector(CHART_READY, timeout=60_000)
+            drawn = " ".join(page.evaluate(CHART_TEXT_JS))
+            assert all(r in drawn for r in reasons), (reasons, drawn)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 1000})
             page.wait_for_timeout(300)
