@@ -23,6 +23,7 @@ from .analysis import Analysis
 from .behind import behind_stuck_peers, held_pipeline_peers, left_behind
 from .consequences import after_mismatch, pipeline_victims, silent
 from .counts_at import CountsAt
+from .cycle_counts import CountView, explain_cycle_by_counts
 from .cycle_records import CycleWaits, explain_cycle
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
@@ -86,6 +87,14 @@ class _Waits:
     def call_sites(self) -> dict[int, str]:
         stacks = self.a.dumps.stacks
         return job_call_sites(stacks) if len(stacks) else {}
+
+    @functools.cached_property
+    def cycle_waits(self) -> CycleWaits:
+        return CycleWaits(self.graph, self.into, self.created, self.routines.program_ranks, self.call_sites)
+
+    @functools.cached_property
+    def count_view(self) -> CountView:
+        return CountView(self.a, self.cycle_waits)
 
     def p2p_counts(self, order: ProgramOrder) -> P2PCounts:
         if self._p2p_counts is None:
@@ -429,9 +438,9 @@ def _posted_off_count(w: _Waits, order: ProgramOrder, rank: int) -> Finding | No
 
 
 def _departed_records(w: _Waits, comp: list[int]) -> list[Finding]:
-    """The members of a cycle whose records explain it (see :mod:`.cycle_records`)."""
-    waits = CycleWaits(w.graph, w.into, w.created, w.routines.program_ranks, w.call_sites)
-    return explain_cycle(w.a, waits, comp)
+    """The members of a cycle whose records explain it (see :mod:`.cycle_records`), else
+    whose counts do (see :mod:`.cycle_counts`)."""
+    return explain_cycle(w.a, w.cycle_waits, comp) or explain_cycle_by_counts(w.a, w.count_view, comp)
 
 
 def _issued_before(w: _Waits, f: Finding) -> bool:

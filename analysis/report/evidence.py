@@ -193,6 +193,38 @@ def _record_edit(f: Finding, where: str) -> str:
     return f"At its record {d['record_id']} rank {f.rank} issued {call} where {mates} issue {d['expected']} ({differ} differ)."
 
 
+def _count_edit(f: Finding, where: str) -> str:
+    d = f.detail
+    fewer, more = (None if x is None else x.split("#")[0] or "default" for x in (d["fewer"], d["more"]))
+    place = d["place"]
+    if place is None:
+        whom = f"every point the ranks of its program ({ranks_text(d['against'])}) reached"
+    else:
+        family, seq, waited = place
+        at = f"seq {seq} of their {family.split('#')[0] or 'default'} group"
+        whom = f"{ranks_text(d['against'])} of its program " + (
+            f"waiting for it at {at} (counted as if it had issued that one too)"
+            if waited
+            else f"blocked with it at {at}"
+        )
+    held = " and ".join(
+        x for x in (fewer and f"one {fewer} collective fewer", more and f"one {more} collective more") if x
+    )
+    how = {
+        "skip": "skipped one",
+        "extra": "added one",
+        "substitute": f"issued a {more} collective in place of a {fewer} one",
+    }
+    waiting = [r for r in f.waiters if r != f.rank]
+    verb = "waits" if len(waiting) == 1 else "wait"
+    call = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    if d["edit"] == "skip":
+        tail = f"; {ranks_text(waiting)} {verb} for it at {call}." if waiting else f" before {call}."
+    else:
+        tail = f"; it waits in {call}" + (f", and {ranks_text(waiting)} {verb} for it." if waiting else ".")
+    return f"Rank {f.rank} had issued {held} than {whom}: it {how[d['edit']]}{tail}"
+
+
 def _straggler(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} is stuck at seq {f.seq} ({f.op or 'collective'}) of {where}, which "
@@ -428,6 +460,7 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.P2P_UNMATCHED: _p2p_unmatched,
     Kind.P2P_MISCOUNT: _p2p_miscount,
     Kind.RECORD_EDIT: _record_edit,
+    Kind.COUNT_EDIT: _count_edit,
     Kind.STALLED: _stalled,
     Kind.SIZES_DO_NOT_ADD_UP: _sizes_do_not_add_up,
     Kind.ABSENT: _absent,

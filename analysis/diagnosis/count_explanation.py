@@ -1,0 +1,160 @@
+"""Layer 3 in counts: which members of a wait-for cycle explain it (``docs/one-model.md``).
+
+Where the records cannot decide (the call skipped lies before the ring buffer holds any,
+the dumps hold only pending entries, the records are numbered apart), the points of
+:mod:`..model.counts` still can. Each member is compared with the ranks of its program:
+
+- at its **place**: the ranks of its program blocked in the collective it is blocked in
+  hold the point it should hold; where none is, the ranks waiting for it in a collective
+  it has not issued hold the point it would hold once it issues that one;
+- elsewhere: a point incomparable with most of theirs (more of one family, fewer of
+  another) is off the chain their program makes.
+
+The difference is an edit of ``model/costs``: one fewer of a family is a skip, one more an
+extra, one more of one and one fewer of another a call of another group in place of the
+program's. The members whose edit explains a wait of the cycle are its causes (as in
+:mod:`.explanation`); more than one edit, or ranks that disagree, decide nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .. import schema as s
+from ..model import costs
+from ..model.counts import Point
+from .edit_distance import EXTRA, SKIP, SUBSTITUTE
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A collective of the program, where a rank is compared with the ranks of its program."""
+
+    family: str
+    seq: int
+    waited: bool
+    """They issued it and wait for the rank there (it is compared as if it had issued it too);
+    else the rank is blocked in it as well."""
+    op: str = ""
+    """For a send/recv: the op and the side of its neighbour (``recv+1``: from the next rank of
+    the group), in place of a seq (each rank numbers its own): the ranks blocked in the same
+    op from the same side at the same point hold the same counts."""
+
+
+@dataclass(frozen=True, slots=True)
+class CountEdit:
+    """How one rank's point departs from its program's."""
+
+    rank: int
+    kind: str
+    """``skip``, ``extra`` or ``substitute``."""
+    fewer: str | None
+    """The family it issued one collective fewer of."""
+    more: str | None
+    """The family it issued one collective more of."""
+    place: Place | None
+    """Where it was compared; None: against the chain of its program's points."""
+    against: tuple[int, ...]
+    cost: float
+
+
+def difference(mine: Point, theirs: list[Point]) -> dict[str, int] | None:
+    """How many more of each family ``mine`` holds than most of ``theirs``; None where they
+    do not agree on a family (no majority)."""
+    diff = {}
+    for family, count in mine.items():
+        held = Counter(p[family] for p in theirs if family in p)
+        if not held:
+            continue
+        ((usual, n),) = held.most_common(1)
+        if 2 * n <= sum(held.values()):
+            return None
+        if count != usual:
+            diff[family] = count - usual
+    return diff
+
+
+def off_the_chain(mine: Point, theirs: Mapping[int, Point]) -> tuple[dict[str, int], tuple[int, ...]] | None | bool:
+    """Where ``mine`` is incomparable with most of ``theirs``: the difference from the nearest
+    such point, and the ranks whose points it is incomparable with; None where it is on their
+    chain; False where fewer than two compare."""
+    compared, odd = 0, []
+    for rank, point in theirs.items():
+        diff = {f: mine[f] - point[f] for f in mine if f in point and mine[f] != point[f]}
+        if not any(f in point for f in mine):
+            continue
+        compared += 1
+        if any(d > 0 for d in diff.values()) and any(d < 0 for d in diff.values()):
+            odd.append((sum(abs(d) for d in diff.values()), rank, diff))
+    if compared < 2:
+        return False
+    if 2 * len(odd) <= compared:
+        return None
+    _, _, nearest = min(odd)
+    return nearest, tuple(sorted(r for _, r, _ in odd))
+
+
+def _edit(rank: int, diff: dict[str, int], place: Place | None, against: tuple[int, ...]) -> CountEdit | bool:
+    """The one edit ``diff`` is, or False where it is more than one."""
+    fewer = [f for f, d in diff.items() if d < 0]
+    more = [f for f, d in diff.items() if d > 0]
+    if sum(-diff[f] for f in fewer) > 1 or sum(diff[f] for f in more) > 1:
+        return False
+    if fewer and more:
+        return CountEdit(rank, SUBSTITUTE, fewer[0], more[0], place, against, costs.SUBSTITUTE[s.OP])
+    if fewer:
+        return CountEdit(rank, SKIP, fewer[0], None, place, against, costs.SKIP)
+    return CountEdit(rank, EXTRA, None, more[0], place, against, costs.EXTRA)
+
+
+def count_departure(
+    rank: int, points: Mapping[int, Point], places: Mapping[Place, tuple[int, ...]], mates: frozenset[int]
+) -> CountEdit | None | bool:
+    """``rank``'s edit against the ranks of its program (``mates``); None where it is in step;
+    False where nothing tells. ``places``: the collectives it is blocked in or waited for in,
+    each with the ranks of its program there (see the module docstring)."""
+    mine = points.get(rank, {})
+    blocked = {p: ranks for p, ranks in places.items() if ranks and not p.waited}
+    where = blocked or {p: ranks for p, ranks in places.items() if ranks}
+    best: tuple[int, dict[str, int], Place, tuple[int, ...]] | None = None
+    for place, ranks in sorted(where.items(), key=lambda kv: (kv[0].family, kv[0].seq)):
+        me = dict(mine)
+        if place.waited and place.family in me:
+            me[place.family] += 1
+        diff = difference(me, [points[r] for r in ranks if r in points])
+        if diff is None:
+            continue
+        if not diff:
+            return None  # at one point with the ranks of its program there
+        units = sum(abs(d) for d in diff.values())
+        if best is None or units < best[0]:
+            best = (units, diff, place, ranks)
+    if best is not None:
+        return _edit(rank, best[1], best[2], best[3])
+    if where:
+        return False  # the ranks there disagree among themselves
+    chain = off_the_chain(mine, {m: points[m] for m in sorted(mates) if m != rank and m in points})
+    return chain if chain is None or chain is False else _edit(rank, chain[0], None, chain[1])
+
+
+def count_causes(
+    comp: list[int], departures: Mapping[int, CountEdit | None | bool], explains: Callable[[CountEdit], bool]
+) -> dict[int, CountEdit] | None:
+    """The members of cycle ``comp`` whose points explain it: those whose edit ``explains`` a
+    wait, where not every member departs; an edit measured only against ranks that depart
+    too stands where strictly cheaper than theirs; ranks that depart alike run another
+    program than those they were measured against. None where the counts do not decide."""
+    edits = {r: e for r, e in departures.items() if isinstance(e, CountEdit) and explains(e)}
+    stands = {
+        r: e
+        for r, e in edits.items()
+        if not set(e.against) <= set(edits) or all(e.cost < edits[m].cost for m in e.against)
+    }
+    alike = Counter((e.kind, e.fewer, e.more) for e in stands.values())
+    named = {r: e for r, e in stands.items() if alike[(e.kind, e.fewer, e.more)] == 1}
+    undecided = {r for r, e in departures.items() if e is False}
+    if not named or len(named) == len(comp) or len(named) + len(undecided) == len(comp):
+        return None
+    return named

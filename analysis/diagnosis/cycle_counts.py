@@ -1,0 +1,122 @@
+"""A wait-for cycle explained by the points of its members (layer 3 of the one model, in counts).
+
+The glue between the analysis and :mod:`.count_explanation`: each rank's point and the
+ranks of its program (:mod:`..model.counts`, built once), the places each member is
+compared at, which edits explain a wait of the cycle, and the findings the causes become.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from dataclasses import replace
+
+from ..model.counts import Point, count_mates, count_points, p2p_points
+from ..types import FailureClass
+from .analysis import Analysis
+from .count_explanation import CountEdit, Place, count_causes, count_departure
+from .cycle_records import CycleWaits
+from .edit_distance import SKIP
+from .findings import NEVER, Finding, Kind, Role
+from .waitfor import Blocked, WaitReason
+
+
+class CountView:
+    """The points of every rank, who runs whose program, and who is blocked where."""
+
+    def __init__(self, a: Analysis, w: CycleWaits) -> None:
+        self.a, self.w = a, w
+        self.family_of = a.families.family_of
+
+    @functools.cached_property
+    def points(self) -> dict[int, Point]:
+        a = self.a
+        points = count_points(a.groups.groups.values(), a.progress, self.family_of)
+        for rank, posted in p2p_points(a.dumps.entries, a.groups.key_of, self.family_of).items():
+            points.setdefault(rank, {}).update(posted)
+        return points
+
+    @functools.cached_property
+    def p2p_families(self) -> set[str]:
+        return {self.family(k) for k, g in self.a.groups.groups.items() if g.has_p2p}
+
+    @functools.cached_property
+    def mates(self) -> dict[int, frozenset[int]]:
+        return count_mates(self.points, self.a.levels.recorded_stage)
+
+    @functools.cached_property
+    def heads(self) -> dict[int, list[Blocked]]:
+        """Each rank's collectives and send/recvs it waits in (not queued behind one of its own)."""
+        heads: dict[int, list[Blocked]] = defaultdict(list)
+        for b in self.w.graph.blocked:
+            if not b.queued:
+                heads[b.rank].append(b)
+        return heads
+
+    @functools.cached_property
+    def blocked_at(self) -> dict[Place, set[int]]:
+        """Each place -> the ranks blocked there."""
+        at: dict[Place, set[int]] = defaultdict(set)
+        for rank, heads in self.heads.items():
+            for b in heads:
+                at[self.place(b)].add(rank)
+        return at
+
+    def place(self, b: Blocked) -> Place:
+        if not b.is_p2p:
+            return Place(self.family(b.pg_key), b.seq, False)
+        ranks = self.a.groups.groups[b.pg_key].ranks if b.pg_key in self.a.groups.groups else ()
+        side = ranks.index(b.peer) - ranks.index(b.rank) if b.peer in ranks and b.rank in ranks else 0
+        return Place(self.family(b.pg_key), 0, False, f"{b.op}{side:+d}")
+
+    def family(self, key: str) -> str:
+        return self.family_of.get(key, key)
+
+    def places(self, rank: int) -> dict[Place, tuple[int, ...]]:
+        """Where ``rank`` is compared, each with the ranks of its program there."""
+        mates = self.mates.get(rank, frozenset()) - {rank}
+        found = [self.place(b) for b in self.heads.get(rank, [])]
+        waits = self.w.into.get(rank, [])
+        found += [Place(self.family(e.pg_key), e.seq, True) for e in waits if e.reason == WaitReason.NOT_ISSUED]
+        at = self.blocked_at
+        return {p: tuple(sorted(at.get(replace(p, waited=False), set()) & mates)) for p in found}
+
+    def explains(self, e: CountEdit) -> bool:
+        """Whether an edit explains a wait: one fewer of a family where others wait for the rank
+        in a group of it, or one more of a family where the rank itself waits in one."""
+        waited_in = {self.family(x.pg_key) for x in self.w.into.get(e.rank, [])}
+        waits_in = {self.family(b.pg_key) for b in self.heads.get(e.rank, [])}
+        return (e.fewer is not None and e.fewer in waited_in) or (e.more is not None and e.more in waits_in)
+
+
+def explain_cycle_by_counts(a: Analysis, view: CountView, comp: list[int]) -> list[Finding]:
+    """The members of cycle ``comp`` whose points explain it (see :mod:`.count_explanation`), as findings."""
+    departures = {r: count_departure(r, view.points, view.places(r), view.mates.get(r, frozenset())) for r in comp}
+    causes = count_causes(comp, departures, view.explains)
+    return [] if causes is None else [_count_edit_finding(view, e) for e in causes.values()]
+
+
+def _count_edit_finding(view: CountView, e: CountEdit) -> Finding:
+    """A :class:`CountEdit` as a finding: where its peers wait for the rank in the family it
+    issued one fewer of, else the collective it waits in of the family it issued one more of."""
+    w = view.w
+    waits = [x for x in w.into.get(e.rank, []) if view.family(x.pg_key) == e.fewer]
+    heads = view.heads.get(e.rank, [])
+    mine = [b for b in heads if view.family(b.pg_key) == e.more] or heads
+    if (e.kind == SKIP and waits) or not mine:
+        first = min(waits or w.into.get(e.rank, []), key=lambda x: x.seq)
+        key, seq, op = first.pg_key, first.seq, first.op
+    else:
+        key, seq, op = mine[0].pg_key, mine[0].seq, mine[0].op
+    waiters = tuple(sorted({x.waiter for x in w.into.get(e.rank, [])}))
+    detail = {
+        "edit": e.kind,
+        "fewer": e.fewer,
+        "more": e.more,
+        "place": None if e.place is None else (e.place.family, e.place.seq, e.place.waited),
+        "against": e.against,
+        "cost": e.cost,
+    }
+    since = w.created.get((key, e.rank, seq), NEVER)
+    cls = FailureClass.P2P_UNMATCHED if e.kind == SKIP and e.fewer in view.p2p_families else FailureClass.DESYNC
+    return Finding(Kind.COUNT_EDIT, Role.SUSPECT, (e.rank,), cls, key, seq, op, waiters, since, detail)

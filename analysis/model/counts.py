@@ -1,0 +1,76 @@
+"""Layer 1 in counts: where each rank stands in its program (``docs/one-model.md``).
+
+The records (:mod:`.records`) are a rank's calls in order, but a ring buffer holds only
+the newest and an only-active dump only the pending ones. How many collectives each rank
+issued in each group (``pg_status`` and the entries together, :mod:`.progress`) survives
+both. A rank's **point** is that count in its group of each family (and, where the dumps
+record send/recvs, how many it posted in each send/recv group): sibling groups of one
+family issue the same program at the same seq, so their counts compare.
+
+Two facts of one program make the points a model: ranks blocked in the same collective
+(one family, one seq) are at one point of it and hold the same counts; and of any two
+ranks that run it, one issued at least as many in every family as the other (the points
+of one program form a chain). A rank whose point breaks either left its program.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+from .. import schema as s
+from ..tables.rowkeys import flag
+from .groups import ProcessGroup
+from .progress import Progress
+
+Point = dict[str, int]
+"""family -> how many of its collectives the rank issued."""
+
+
+def count_points(
+    groups: Iterable[ProcessGroup], progress: Mapping[tuple[str, int], Progress], family_of: Mapping[str, str]
+) -> dict[int, Point]:
+    """Each rank's point: its count in each family of its groups of two or more ranks whose
+    collective progress is known (send/recv groups aside: their pg_status counts send/recvs
+    and collectives in one field). Seqs start at 1, so the last one issued is the count."""
+    points: dict[int, Point] = defaultdict(dict)
+    for g in groups:
+        if len(g.ranks) < 2 or g.has_p2p:
+            continue
+        family = family_of.get(g.key, g.key)
+        for r in g.ranks:
+            p = progress.get((g.key, r))
+            if p is not None and p.enqueued is not None:
+                points[r][family] = points[r].get(family, 0) + max(p.enqueued, 0)
+    return dict(points)
+
+
+def p2p_points(
+    entries: pd.DataFrame, key_of: Mapping[tuple[int, str], str], family_of: Mapping[str, str]
+) -> dict[int, Point]:
+    """Each rank's send/recvs posted in each family of its send/recv groups, where the dumps
+    record them (NCCL numbers them per group, ``p2p_seq_id``; gloo records none): the newest
+    record of a group holds its count, however few the ring buffer kept."""
+    if entries.empty or s.P2P_SEQ not in entries:
+        return {}
+    p2p = entries.loc[flag(entries[s.IS_P2P]), [s.RANK, s.PG_NAME, s.P2P_SEQ]].dropna()
+    newest = p2p.groupby([s.RANK, s.PG_NAME], observed=True)[s.P2P_SEQ].max()
+    points: dict[int, Point] = defaultdict(dict)
+    for (rank, name), count in newest.items():
+        key = key_of.get((int(rank), str(name)))
+        if key is not None:
+            family = family_of.get(key, key)
+            points[int(rank)][family] = points[int(rank)].get(family, 0) + int(count)
+    return dict(points)
+
+
+def count_mates(points: Mapping[int, Point], stage_of: Mapping[int, object]) -> dict[int, frozenset[int]]:
+    """rank -> the ranks that run its program as counts see it: the same families, at the same
+    pipeline stage (stages issue different numbers of collectives per step), itself too. No
+    layout is assumed: a role is what the ranks' groups say it is."""
+    by_role: dict[tuple[frozenset[str], object], set[int]] = defaultdict(set)
+    for r, point in points.items():
+        by_role[(frozenset(point), stage_of.get(r))].add(r)
+    return {r: frozenset(by_role[(frozenset(point), stage_of.get(r))]) for r, point in points.items()}

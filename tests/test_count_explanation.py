@@ -1,0 +1,128 @@
+"""Layer 3 of the one model in counts: each rank's point (how many collectives it issued in
+each family), compared with the ranks of its program where they are blocked or wait for
+it, and the members of a wait-for cycle whose points explain it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import schema as s
+from analysis.diagnosis.count_explanation import (
+    CountEdit,
+    Place,
+    count_causes,
+    count_departure,
+    difference,
+    off_the_chain,
+)
+from analysis.model.counts import count_mates, count_points, p2p_points
+from analysis.model.groups import ProcessGroup
+from analysis.model.progress import Progress
+from analysis.types import Membership
+
+
+def _progress(enqueued: int | None) -> Progress:
+    return Progress(enqueued, enqueued, None, None, None)
+
+
+def test_a_point_counts_each_family_and_leaves_out_send_recv_groups_and_unknown_counts():
+    groups = [
+        ProcessGroup("tp0", "1", "tp", (0, 1), Membership.PG_CONFIG),
+        ProcessGroup("tp1", "2", "tp", (2, 3), Membership.PG_CONFIG),
+        ProcessGroup("dp", "3", "dp", (0, 1, 2, 3), Membership.PG_CONFIG),
+        ProcessGroup("pp", "4", "pp", (0, 2), Membership.PG_CONFIG, has_p2p=True),
+        ProcessGroup("solo", "5", "solo", (3,), Membership.PG_CONFIG),
+    ]
+    family = {"tp0": "tp", "tp1": "tp", "dp": "dp", "pp": "pp", "solo": "solo"}
+    progress = {(k, r): _progress(n) for k, r, n in [("tp0", 0, 7), ("tp0", 1, 7), ("tp1", 2, 6), ("tp1", 3, 7)]}
+    progress |= {("dp", r): _progress(n) for r, n in [(0, 2), (1, 2), (2, 2), (3, None)]}
+    progress |= {("pp", 0): _progress(40), ("solo", 3): _progress(9)}
+    points = count_points(groups, progress, family)
+    assert points == {0: {"tp": 7, "dp": 2}, 1: {"tp": 7, "dp": 2}, 2: {"tp": 6, "dp": 2}, 3: {"tp": 7}}
+    mates = count_mates(points, {0: "first", 1: "first", 2: "first", 3: "first"})
+    assert mates[0] == {0, 1, 2} and mates[3] == {3}
+    assert count_mates(points, {0: "first", 1: "last", 2: "first"})[0] == {0, 2}
+
+
+def test_the_difference_is_against_most_ranks_and_nothing_where_they_split_evenly():
+    assert difference({"tp": 7, "dp": 2}, [{"tp": 8, "dp": 2}, {"tp": 8, "dp": 2}, {"tp": 9, "dp": 2}]) == {"tp": -1}
+    assert difference({"tp": 8, "dp": 2}, [{"tp": 8, "dp": 2}, {"tp": 9, "dp": 2}]) is None
+
+
+MATES = frozenset({0, 1, 2, 3})
+STEP = {0: {"tp": 12, "dp": 3}, 1: {"tp": 12, "dp": 3}, 2: {"tp": 12, "dp": 3}}
+"""Three ranks of one program blocked together in dp seq 3."""
+
+
+def test_a_rank_blocked_with_its_program_one_collective_short_skipped_one():
+    points = {**STEP, 3: {"tp": 11, "dp": 3}}
+    edit = count_departure(3, points, {Place("dp", 3, False): (0, 1, 2)}, MATES)
+    assert isinstance(edit, CountEdit)
+    assert (edit.kind, edit.fewer, edit.more, edit.against) == ("skip", "tp", None, (0, 1, 2))
+
+
+def test_a_rank_waited_for_is_compared_as_if_it_had_issued_that_collective():
+    # ranks 0-2 wait for rank 3 in dp seq 3; rank 3 has dp 2 and is only behind: in step
+    behind = {**STEP, 3: {"tp": 12, "dp": 2}}
+    assert count_departure(3, behind, {Place("dp", 3, True): (0, 1, 2)}, MATES) is None
+    # with one tp collective of its own before it, it added one
+    added = {**STEP, 3: {"tp": 13, "dp": 2}}
+    edit = count_departure(3, added, {Place("dp", 3, True): (0, 1, 2)}, MATES)
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.more) == ("extra", "tp")
+
+
+def test_blocked_places_come_before_the_places_it_is_waited_for_in():
+    points = {**STEP, 3: {"tp": 12, "dp": 3}, 4: {"tp": 13, "dp": 4}}
+    waited = {Place("dp", 4, True): (4,)}
+    assert isinstance(count_departure(3, points, waited, MATES | {4}), CountEdit)  # alone, a skip
+    assert count_departure(3, points, {Place("dp", 3, False): (0, 1, 2), **waited}, MATES | {4}) is None
+
+
+def test_more_than_one_edit_or_ranks_that_disagree_decide_nothing():
+    far = {**STEP, 3: {"tp": 10, "dp": 3}}
+    assert count_departure(3, far, {Place("dp", 3, False): (0, 1, 2)}, MATES) is False
+    split = {0: {"tp": 12}, 1: {"tp": 13}, 3: {"tp": 11}}
+    assert count_departure(3, split, {Place("tp", 12, False): (0, 1)}, MATES) is False
+
+
+def test_a_point_off_the_chain_of_its_programs_points_is_another_groups_call_in_place():
+    # ranks 0-2 are at three points of one program; rank 3 has one more ep and one fewer dp
+    points = {0: {"ep": 21, "dp": 26}, 1: {"ep": 21, "dp": 26}, 2: {"ep": 22, "dp": 27}, 3: {"ep": 22, "dp": 25}}
+    chain = off_the_chain(points[3], {r: points[r] for r in (0, 1, 2)})
+    assert chain == ({"ep": 1, "dp": -1}, (0, 1))
+    edit = count_departure(3, points, {}, MATES)
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.fewer, edit.more) == ("substitute", "dp", "ep")
+    assert count_departure(0, points, {}, MATES) is None  # incomparable with rank 3 alone
+    assert count_departure(0, {0: points[0], 3: points[3]}, {}, MATES) is False  # one rank to compare
+
+
+def _edit(rank: int, kind: str = "skip", fewer: str | None = "tp", against: tuple[int, ...] = (0, 1)) -> CountEdit:
+    return CountEdit(rank, kind, fewer, None, None, against, 2.0)
+
+
+def test_the_cause_is_the_member_whose_edit_explains_a_wait():
+    assert count_causes([2, 3], {2: None, 3: _edit(3)}, lambda e: True) == {3: _edit(3)}
+    assert count_causes([2, 3], {2: None, 3: _edit(3)}, lambda e: False) is None
+    assert count_causes([2, 3], {2: False, 3: _edit(3)}, lambda e: True) is None  # nobody in step
+
+
+def test_a_pair_measured_against_each_other_or_departing_alike_decides_nothing():
+    mirror = {0: _edit(0, against=(1,)), 1: _edit(1, fewer="dp", against=(0,)), 2: None}
+    assert count_causes([0, 1, 2], mirror, lambda e: True) is None
+    alike = {0: _edit(0, against=(5,)), 1: _edit(1, against=(5,)), 2: None}
+    assert count_causes([0, 1, 2], alike, lambda e: True) is None
+
+
+def test_send_recvs_count_by_their_newest_record_where_the_dumps_record_them():
+    entries = pd.DataFrame(
+        {
+            s.RANK: [0, 0, 0, 1, 1, 1],
+            s.PG_NAME: ["4", "4", "0", "4", "4", "4"],
+            s.P2P_SEQ: [7, 8, None, 6, 7, 8],
+            s.IS_P2P: [True, True, False, True, True, True],
+        }
+    )
+    key_of = {(0, "4"): "pp0", (1, "4"): "pp1", (0, "0"): "world"}
+    points = p2p_points(entries, key_of, {"pp0": "pp", "pp1": "pp"})
+    assert points == {0: {"pp": 8}, 1: {"pp": 8}}
+    assert p2p_points(entries.iloc[:0], key_of, {}) == {}
