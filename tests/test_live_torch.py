@@ -1,6 +1,6 @@
 """``flightdeck watch`` on a real running gloo job (torch, CPU), as a user runs it.
 
-The job (``live_job``) dumps Flight Recorder every second with ``analysis.live.dump_every``
+The job (``benchmarks.live_job``) dumps Flight Recorder every second with ``analysis.live.dump_every``
 into one subfolder per snapshot; the venv's ``flightdeck watch`` runs from another folder
 without PYTHONPATH while the job runs.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from dask_cluster import VENV_BIN, clean_env
-from live_job import start_job, stop_job
 
 import analysis
+from benchmarks.live_job import fault_time, start_job, stop_job
 
 pytestmark = [
     pytest.mark.slow,
@@ -66,7 +66,7 @@ def test_watch_names_the_stalled_rank_soon_after_it_stops(tmp_path: Path) -> Non
         assert set(x["ranks"]) | set(x["missing_ranks"]) <= set(range(8)), x
     report = Path(hung["report"])
     assert report.read_text().startswith("VERDICT: HANG")
-    stalled_at = float((tmp_path / "dumps.stalled_at").read_text())
+    stalled_at = fault_time(dumps)
     assert report.stat().st_mtime - stalled_at <= 2 * INTERVAL + 1.5  # the verdict within two dump intervals
 
     # Each healthy snapshot alone names no rank beyond the world, and two of them compare.
@@ -101,3 +101,4 @@ def test_a_rank_whose_dumps_stop_is_named_missing_and_the_job_still_progresses(t
     assert not {"hung", "straggler"} & set(states), states
     for x in lines[-3:]:  # once rank 2's dumps stopped (a first snapshot may lack late starters too)
         assert (x["state"], x["missing_ranks"], x["ranks_loaded"]) == ("progressing", [2], 3), lines
+
