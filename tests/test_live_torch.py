@@ -102,3 +102,15 @@ def test_a_rank_whose_dumps_stop_is_named_missing_and_the_job_still_progresses(t
     for x in lines[-3:]:  # once rank 2's dumps stopped (a first snapshot may lack late starters too)
         assert (x["state"], x["missing_ranks"], x["ranks_loaded"]) == ("progressing", [2], 3), lines
 
+
+def test_a_rank_whose_process_stops_is_named_not_the_ranks_that_wait_on_it(tmp_path: Path) -> None:
+    """The process of rank 2 stops (SIGSTOP): its dumps stop with it, the others hang in collectives with it."""
+    dumps = tmp_path / "dumps"
+    job = start_job(dumps, world=4, interval=INTERVAL, mode="freeze", culprit=2, after=3)
+    code, lines = watch_while(
+        job, tmp_path, str(dumps), "--until-hang", "--settle", "0.3", "--wait-missing", "2", "--poll", "0.1"
+    )
+    assert code == 1
+    hung = lines[-1]
+    assert (hung["state"], hung["ranks"], hung["missing_ranks"]) == ("hung", [2], [2]), lines
+    assert Path(hung["report"]).read_text().startswith("VERDICT: HANG")
