@@ -2,9 +2,9 @@
 data-parallel groups, dumping Flight Recorder every INTERVAL seconds with
 ``analysis.live.dump_every``. The live tests and ``benchmarks.live_stop`` run it.
 
-Run one process per rank (see :func:`start_job`). Rank CULPRIT goes wrong once it has
-written AFTER snapshots, so the snapshots before are healthy however slowly the machine
-starts the job. The faults that hang the job, each stamped by the culprit itself (the time,
+Run one process per rank (see :func:`start_job`). Rank CULPRIT goes wrong once AFTER
+snapshots hold every rank's file, so the snapshots before are healthy and whole however
+slowly the machine starts the job (a rank's first dump can take seconds on a loaded one). The faults that hang the job, each stamped by the culprit itself (the time,
 in ``<out>.fault_at``, just before it goes wrong):
 
 - ``stall``: it stops in "compute" (sleeps); the others block in their next collective with it;
@@ -53,6 +53,15 @@ def stop_job(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
+def whole_snapshots(out: Path, world: int) -> int:
+    """How many snapshot folders in ``out`` hold every rank's file."""
+    try:
+        folders = [f for f in os.scandir(out) if f.is_dir()]
+    except FileNotFoundError:
+        return 0
+    return sum(all(os.path.exists(os.path.join(f.path, f"rank_{r}")) for r in range(world)) for f in folders)
+
+
 def fault_time(out: Path) -> float | None:
     """When the culprit went wrong (seconds since the epoch), once it has."""
     stamp = out.parent / f"{out.name}.fault_at"
@@ -80,8 +89,9 @@ def _rank_main(argv: list[str]) -> None:
     x = torch.ones(64)
     step = 0
     skipped = False
+    wrong = False
     while True:
-        wrong = rank == culprit and timer.written >= after
+        wrong = wrong or (rank == culprit and timer.written >= after and whole_snapshots(Path(out), world) >= after)
         if wrong and mode == "stall":
             stamp.write_text(repr(time.time()))
             while True:
