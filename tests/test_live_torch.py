@@ -122,7 +122,7 @@ def test_a_healthy_job_is_never_called_hung_over_20_snapshots(tmp_path: Path) ->
     read, none missing, never hung or straggler. The watch starts once every rank has dumped
     (at the job's start a rank's first dump can take seconds). "slow" may come up: it names
     the rank(s) the others wait on in two snapshots running, which in a healthy job is now and
-    then the same by chance (about once in 20 snapshots here; docs/live.md)."""
+    then the same by chance (3 times in about 80 snapshots here; docs/live.md)."""
     dumps = tmp_path / "dumps"
     job = start_job(dumps, world=8, interval=INTERVAL, mode="healthy")
     deadline = time.monotonic() + 90
