@@ -1,6 +1,6 @@
 """``flightdeck watch`` on a real running gloo job (torch, CPU), as a user runs it.
 
-The job (``live_job``) dumps Flight Recorder every second with ``analysis.live.dump_every``
+The job (``benchmarks.live_job``) dumps Flight Recorder every second with ``analysis.live.dump_every``
 into one subfolder per snapshot; the venv's ``flightdeck watch`` runs from another folder
 without PYTHONPATH while the job runs.
 """
@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from dask_cluster import VENV_BIN, clean_env
-from live_job import start_job, stop_job
 
 import analysis
+from benchmarks.live_job import fault_time, start_job, stop_job, whole_snapshots
 
 pytestmark = [
     pytest.mark.slow,
@@ -66,7 +67,7 @@ def test_watch_names_the_stalled_rank_soon_after_it_stops(tmp_path: Path) -> Non
         assert set(x["ranks"]) | set(x["missing_ranks"]) <= set(range(8)), x
     report = Path(hung["report"])
     assert report.read_text().startswith("VERDICT: HANG")
-    stalled_at = float((tmp_path / "dumps.stalled_at").read_text())
+    stalled_at = fault_time(dumps)
     assert report.stat().st_mtime - stalled_at <= 2 * INTERVAL + 1.5  # the verdict within two dump intervals
 
     # Each healthy snapshot alone names no rank beyond the world, and two of them compare.
@@ -101,3 +102,37 @@ def test_a_rank_whose_dumps_stop_is_named_missing_and_the_job_still_progresses(t
     assert not {"hung", "straggler"} & set(states), states
     for x in lines[-3:]:  # once rank 2's dumps stopped (a first snapshot may lack late starters too)
         assert (x["state"], x["missing_ranks"], x["ranks_loaded"]) == ("progressing", [2], 3), lines
+
+
+def test_a_rank_whose_process_stops_is_named_not_the_ranks_that_wait_on_it(tmp_path: Path) -> None:
+    """The process of rank 2 stops (SIGSTOP): its dumps stop with it, the others hang in collectives with it."""
+    dumps = tmp_path / "dumps"
+    job = start_job(dumps, world=4, interval=INTERVAL, mode="freeze", culprit=2, after=3)
+    code, lines = watch_while(
+        job, tmp_path, str(dumps), "--until-hang", "--settle", "0.3", "--wait-missing", "2", "--poll", "0.1"
+    )
+    assert code == 1
+    hung = lines[-1]
+    assert (hung["state"], hung["ranks"], hung["missing_ranks"]) == ("hung", [2], [2]), lines
+    assert Path(hung["report"]).read_text().startswith("VERDICT: HANG")
+
+
+def test_a_healthy_job_is_never_called_hung_over_20_snapshots(tmp_path: Path) -> None:
+    """20 snapshots of a healthy 8-rank job, each compared with the one before: every rank
+    read, none missing, never hung or straggler. The watch starts once every rank has dumped
+    (at the job's start a rank's first dump can take seconds). "slow" may come up: it names
+    the rank(s) the others wait on in two snapshots running, which in a healthy job is now and
+    then the same by chance (3 times in about 80 snapshots here; docs/live.md)."""
+    dumps = tmp_path / "dumps"
+    job = start_job(dumps, world=8, interval=INTERVAL, mode="healthy")
+    deadline = time.monotonic() + 90
+    while whole_snapshots(dumps, 8) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    code, lines = watch_while(
+        job, tmp_path, str(dumps), "--settle", "0.2", "--poll", "0.1", "--max-snapshots", "21", timeout=120
+    )
+    assert code == 0
+    states = [x["state"] for x in lines]
+    assert states[0] == "baseline" and len(states) == 21, states
+    assert set(states[1:]) <= {"progressing", "slow"}, [(x["state"], x["ranks"]) for x in lines]
+    assert all(x["missing_ranks"] == [] and x["ranks_loaded"] == 8 for x in lines), lines

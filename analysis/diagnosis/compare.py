@@ -34,8 +34,8 @@ class Comparison:
     progressing: tuple[int, ...]
     stalled: tuple[int, ...]
     named: tuple[int, ...]
-    """HUNG and STRAGGLER: the stuck ranks (the later suspects among the stalled, else all
-    stalled). PROGRESSING: the slow ranks (the later suspects, who moved)."""
+    """HUNG and STRAGGLER: the stuck ranks (the later suspects among the stalled or without
+    a dump in the later set, else all stalled). PROGRESSING: the slow ranks (the later suspects, who moved)."""
     interval_ns: int | None
     """Between the newest entries of the two sets: FR records no dump time."""
     deltas: pd.DataFrame
@@ -65,12 +65,15 @@ def compare_progress(later: Analysis, earlier: Analysis, later_suspects: set[int
     moved = deltas.groupby(s.RANK)["completed_between"].max() > 0
     progressing = tuple(int(r) for r in moved.index[moved.to_numpy()])
     stalled = tuple(int(r) for r in moved.index[~moved.to_numpy()])
+    # A suspect without a dump in the later set (its process stopped, its dumps with it) did
+    # not move either: it is named, not the ranks that wait on it.
+    unseen = later_suspects - set(deltas[s.RANK].astype(int))
     if not progressing:
         motion = Motion.HUNG
-        named = tuple(sorted(later_suspects & set(stalled))) or stalled
+        named = tuple(sorted(later_suspects & (set(stalled) | unseen))) or stalled
     elif stalled:
         motion = Motion.STRAGGLER
-        named = tuple(sorted(later_suspects & set(stalled))) or stalled
+        named = tuple(sorted(later_suspects & (set(stalled) | unseen))) or stalled
     else:
         motion = Motion.PROGRESSING
         named = tuple(sorted(later_suspects & set(progressing)))
