@@ -9,7 +9,6 @@ its data-parallel peer issued in the other pair.
 from __future__ import annotations
 
 from analysis.diagnosis.level_counts import ISSUED, LevelCounts
-from analysis.diagnosis.waitfor import WaitEdge, WaitReason
 from analysis.model.families import Families, rank_stages
 from analysis.model.groups import GroupIndex, ProcessGroup
 from analysis.model.progress import Progress
@@ -58,15 +57,6 @@ def test_a_stalled_collective_names_the_member_one_off() -> None:
 
 def test_a_stalled_collective_whose_members_match_their_peers_is_left_alone() -> None:
     assert _levels({0: 10, 1: 10, 2: 10, 3: 10}).stalled({("tp0", 10): [0, 1]}) == []
-
-
-def test_in_a_cycle_the_rank_one_behind_where_it_is_waited_on_skipped() -> None:
-    levels = _levels({0: 10, 1: 9, 2: 10, 3: 10})
-    edges = [
-        WaitEdge(0, 1, "tp0", 10, WaitReason.NOT_ISSUED, "all_reduce"),
-        WaitEdge(1, 0, "dp1", 5, WaitReason.NOT_ISSUED, "all_reduce"),
-    ]
-    assert levels.off_by_one(edges, [0, 1]) == {1: -1}
 
 
 def test_a_cycle_member_ahead_of_its_level_peers_went_ahead() -> None:

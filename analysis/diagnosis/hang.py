@@ -525,13 +525,6 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
         return _went_past_each(w, order, odd), []
-    counted = w.a.levels.off_by_one(w.graph.edges, comp) if len(comp) > 1 else {}
-    if counted and len(counted) < len(comp):  # one collective off where its level peers are not
-        by_count = [
-            _went_past_each(w, order, {r})[0] if off < 0 else _extra(w, order, r) for r, off in sorted(counted.items())
-        ]
-        if all(f is not None for f in by_count):
-            return by_count, []
     skips = {r: f for r in comp if (f := _skipped(w, order, r))} if len(comp) > 1 else {}
     if skips and len(skips) < len(comp):  # program order shows who went past one the others wait in
         return list(skips.values()), []
@@ -556,10 +549,6 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []
     # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
     departed = _departed(w, order, comp)
-    if not departed and len(comp) > 1:  # no routine tells: the sides the other points give decide an even one
-        odd = cycle_minority(w.graph, comp, w.a.levels.offset, even_by_sides=True)
-        if odd and odd != set(causes):
-            return _went_past_each(w, order, odd), []
     candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
     how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
     diverged = [how.get(d.rank, d) for d in departed] or list(how.values())

@@ -20,7 +20,6 @@ from ..model.groups import GroupIndex, ProcessGroup
 from ..model.progress import Progress
 from ..types import FailureClass
 from .mismatch import Mismatch
-from .waitfor import WaitEdge, WaitReason
 
 ISSUED = "issued"
 """The attribute of a count mismatch: how many of the group's collectives each rank issued."""
@@ -129,23 +128,6 @@ class LevelCounts:
             return None
         expected = self._expected(group, rank)
         return None if expected is None else mine - expected
-
-    def off_by_one(self, edges: list[WaitEdge], members: list[int]) -> dict[int, int]:
-        """Ranks of a wait-for cycle one collective off their level peers where it waits: -1
-        for a rank that never issued the collective a member waits in and issued one fewer of
-        its group than its level peers (it skipped one), +1 for a waiting rank that issued one
-        more (it added one); only where the rank on the other side matches its own peers."""
-        inside = set(members)
-        off: dict[int, int] = {}
-        for e in edges:
-            if e.reason != WaitReason.NOT_ISSUED or e.waiter not in inside or e.blocker not in inside:
-                continue
-            waiter, blocker = (self.offset(e.pg_key, r) for r in (e.waiter, e.blocker))
-            if (waiter, blocker) == (0, -1):
-                off[e.blocker] = -1
-            elif (waiter, blocker) == (1, 0):
-                off[e.waiter] = 1
-        return off
 
     def stalled(self, stalled: dict[tuple[str, int], list[int]]) -> list[Mismatch]:
         """Collectives every member issued and none completed, where some members issued one

@@ -41,14 +41,12 @@ def _sides(edges: list[WaitEdge]) -> dict[tuple[str, int], tuple[set[int], set[i
     return sides
 
 
-def cycle_minority(
-    graph: WaitGraph, comp: list[int], offset: Offset | None = None, even_by_sides: bool = False
-) -> set[int]:
+def cycle_minority(graph: WaitGraph, comp: list[int], offset: Offset | None = None) -> set[int]:
     """The members of cycle ``comp`` on the smaller side at every point they wait at or are
     waited on at, or an empty set where the points do not agree. A point with as many on
     each side is decided by ``offset`` (see :mod:`.level_counts`): the side one collective
-    off its level peers is the smaller one there, where the other side matches them; with
-    ``even_by_sides``, else by the sides the other points put its ranks on."""
+    off its level peers is the smaller one there, where the other side matches them; a point
+    they do not decide leaves the cycle undecided."""
     inside = set(comp)
     points = [e for e in graph.edges if e.waiter in inside or e.blocker in inside]
     within = [e for e in points if e.waiter in inside and e.blocker in inside]
@@ -59,27 +57,16 @@ def cycle_minority(
         return set()
     smaller: set[int] = set()
     larger: set[int] = set()
-    ties = []
     for (key, _), (waiting, absent) in _sides(points).items():
         if len(waiting) == len(absent):
             few = _off_side(key, waiting, absent, offset) if offset else None
             if few is None:
-                ties.append((waiting, absent))
-                continue
+                return set()
             many = absent if few is waiting else waiting
         else:
             few, many = (waiting, absent) if len(waiting) < len(absent) else (absent, waiting)
         smaller |= few
         larger |= many
-    for waiting, absent in ties:  # even: the sides the other points put its ranks on, if they agree
-        if not even_by_sides:
-            return set()
-        if waiting <= smaller and absent <= larger:
-            few, many = waiting, absent
-        elif absent <= smaller and waiting <= larger:
-            few, many = absent, waiting
-        else:
-            return set()
     odd = smaller & inside
     if not odd or smaller & larger or odd == inside:
         return set()
