@@ -90,7 +90,12 @@ class _Waits:
 
     @functools.cached_property
     def cycle_waits(self) -> CycleWaits:
-        return CycleWaits(self.graph, self.into, self.created, self.routines.program_ranks, self.call_sites)
+        return CycleWaits(self.graph, self.into, self.created, self.program_ranks, self.call_sites)
+
+    def program_ranks(self, rank: int) -> set[int]:
+        """The ranks of ``rank``'s program and stage: by its groups smaller than the world, and
+        by the families of all its groups (a job whose every group spans the world runs one)."""
+        return self.routines.program_ranks(rank) | self.count_view.mates.get(rank, frozenset())
 
     @functools.cached_property
     def count_view(self) -> CountView:

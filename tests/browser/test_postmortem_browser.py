@@ -115,16 +115,21 @@ def run_ahead(tmp_path_factory) -> Path:
     return out
 
 
+def _first_window(page, url: str, painted_ms: int, ready_ms: int) -> tuple[float, float]:
+    """Open the page and return the x range of the first heatmap once it is drawn."""
+    page.goto(url)
+    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=painted_ms)
+    page.wait_for_selector(CHART_READY, timeout=ready_ms)
+    _idle(page)
+    lo, hi = page.evaluate(CHART_JS)["range"]
+    return lo, hi
+
+
 def test_first_heatmap_holds_the_wavefront_past_a_run_ahead(serve, wide_page, run_ahead):
     page = wide_page
     report = analysis.analyze(run_ahead)
     wave = int(report.wavefront.collective_seq_id)
-    server = serve(APP, "--dumps", str(run_ahead))
-    page.goto(server.url)
-    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=90_000)
-    page.wait_for_selector(CHART_READY, timeout=30_000)
-    _idle(page)
-    lo, hi = page.evaluate(CHART_JS)["range"]
+    lo, hi = _first_window(page, serve(APP, "--dumps", str(run_ahead)).url, 90_000, 30_000)
     assert lo < wave < hi, f"wavefront seq {wave} outside the first window {lo}-{hi}"
     newest = page.get_by_role("button", name="Newest 40 seqs")
     newest.click()
@@ -198,12 +203,7 @@ def test_a_thousand_ranks_run_ahead_every_tab_whole_at_1280_and_1920(serve, wide
     assert check_layered_picture(report.rank_classes), "the Job picture has roots, each with its reason"
     reasons = {f"root: {c['root'].split()[0]}" for c in report.rank_classes if c["root"]}
     del report, entries
-    server = serve(APP, "--dumps", str(run_ahead_1024))
-    page.goto(server.url)
-    page.wait_for_selector(HEATMAP_PAINTED, state="attached", timeout=240_000)
-    page.wait_for_selector(CHART_READY, timeout=60_000)
-    _idle(page)
-    lo, hi = page.evaluate(CHART_JS)["range"]
+    lo, hi = _first_window(page, serve(APP, "--dumps", str(run_ahead_1024)).url, 240_000, 60_000)
     assert lo < wave < hi < newest, f"wavefront seq {wave} (newest {newest}) against the first window {lo}-{hi}"
 
     columns = dict.fromkeys(TABS, 0)
