@@ -39,9 +39,11 @@ def test_a_point_counts_each_family_and_leaves_out_send_recv_groups_and_unknown_
     progress |= {("pp", 0): _progress(40), ("solo", 3): _progress(9)}
     points = count_points(groups, progress, family)
     assert points == {0: {"tp": 7, "dp": 2}, 1: {"tp": 7, "dp": 2}, 2: {"tp": 6, "dp": 2}, 3: {"tp": 7}}
-    mates = count_mates(points, {0: "first", 1: "first", 2: "first", 3: "first"})
-    assert mates[0] == {0, 1, 2} and mates[3] == {3}
-    assert count_mates(points, {0: "first", 1: "last", 2: "first"})[0] == {0, 2}
+    # the roles come from the groups, not from the counts the dumps kept: rank 3 (its dp count
+    # unknown) is rank 1's mate; ranks 0 and 2 are also in a send/recv group; "solo" has one rank
+    mates = count_mates(groups, family, {})
+    assert mates[0] == {0, 2} and mates[1] == mates[3] == {1, 3}
+    assert count_mates(groups, family, {0: "first", 2: "last"})[0] == {0}
 
 
 def test_the_difference_is_against_most_ranks_and_nothing_where_they_split_evenly():

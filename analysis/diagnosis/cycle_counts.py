@@ -42,7 +42,7 @@ class CountView:
 
     @functools.cached_property
     def mates(self) -> dict[int, frozenset[int]]:
-        return count_mates(self.points, self.a.levels.recorded_stage)
+        return count_mates(self.a.groups.groups.values(), self.family_of, self.a.levels.recorded_stage)
 
     @functools.cached_property
     def heads(self) -> dict[int, list[Blocked]]:

@@ -66,11 +66,19 @@ def p2p_points(
     return dict(points)
 
 
-def count_mates(points: Mapping[int, Point], stage_of: Mapping[int, object]) -> dict[int, frozenset[int]]:
-    """rank -> the ranks that run its program as counts see it: the same families, at the same
-    pipeline stage (stages issue different numbers of collectives per step), itself too. No
-    layout is assumed: a role is what the ranks' groups say it is."""
+def count_mates(
+    groups: Iterable[ProcessGroup], family_of: Mapping[str, str], stage_of: Mapping[int, object]
+) -> dict[int, frozenset[int]]:
+    """rank -> the ranks that run its program as counts see it: members of groups of the same
+    families (two or more ranks each), at the same pipeline stage (stages issue different
+    numbers of collectives per step), itself too. No layout is assumed: a role is what the
+    ranks' groups say it is, whatever counts the dumps kept."""
+    families: dict[int, set[str]] = defaultdict(set)
+    for g in groups:
+        if len(g.ranks) >= 2:
+            for r in g.ranks:
+                families[r].add(family_of.get(g.key, g.key))
     by_role: dict[tuple[frozenset[str], object], set[int]] = defaultdict(set)
-    for r, point in points.items():
-        by_role[(frozenset(point), stage_of.get(r))].add(r)
-    return {r: frozenset(by_role[(frozenset(point), stage_of.get(r))]) for r, point in points.items()}
+    for r, fams in families.items():
+        by_role[(frozenset(fams), stage_of.get(r))].add(r)
+    return {r: frozenset(by_role[(frozenset(fams), stage_of.get(r))]) for r, fams in families.items()}
