@@ -3,7 +3,9 @@
 Flight Recorder stamps every entry with the time its rank issued it (``time_created_ns``).
 For each collective of the window (a group's seq that some member had not yet issued in
 the earlier snapshot: completed since, or still pending in the later one), the last rank
-into it kept its peers waiting from the moment the one before it came in: its *lead*. A
+into it kept its peers waiting from the moment the one before it came in: its *lead*
+(counted from the earlier snapshot's newest entry at the soonest, so that a rank without a
+dump in the earlier snapshot is not charged with its waits before the interval). A
 member that has not issued a pending collective yet is counted as coming in at the later
 snapshot's newest entry (a lower bound). Per rank, over the window: in how many of its
 collectives it was the last in by a lead, and how long its peers waited on it.
@@ -72,6 +74,7 @@ def lateness(later: Analysis, earlier: Analysis, interval_ns: int | None) -> Lat
     before = _issued(earlier)
     dumped = set(later.dumps.ranks)
     newest = int(now[s.T_CREATED].max()) if len(now) else 0
+    start = int(before[s.T_CREATED].max()) if len(before) else 0  # the earlier snapshot's newest entry
     had = before.groupby([s.PG_KEY, s.RANK])[s.SEQ].max().to_dict()  # highest seq issued earlier
     at: dict[tuple[str, int], dict[int, int]] = {}
     for key, seq, rank, t in now[[s.PG_KEY, s.SEQ, s.RANK, s.T_CREATED]].itertuples(index=False):
@@ -106,15 +109,18 @@ def lateness(later: Analysis, earlier: Analysis, interval_ns: int | None) -> Lat
             continue  # not a collective of several ranks, or every member had issued it before the window
         times = sorted((got.get(r, newest), r) for r in ms)
         (t2, second), (t1, last) = times[-2], times[-1]
+        if t1 <= start:
+            continue  # all of it before the interval (a rank without a dump in the earlier snapshot)
         for r in ms:
             counts.setdefault(r, [0, 0, 0])[0] += 1
         if t1 <= t2:
             continue
+        lead = t1 - max(t2, start)  # the wait inside the interval only
         counts[last][1] += 1
-        counts[last][2] += t1 - t2
+        counts[last][2] += lead
         o1, o2 = own(last, c), own(second, c)
         if o1 is not None:
-            waits.setdefault(last, []).append(max(0, min(t1 - t2, o1 - (o2 or 0))))
+            waits.setdefault(last, []).append(max(0, min(lead, o1 - (o2 or 0))))
     rows = []
     for r, v in sorted(counts.items()):
         w = sorted(waits.get(r, ()))
