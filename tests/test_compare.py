@@ -72,6 +72,23 @@ def test_a_slow_rank_moved_between_the_snapshots() -> None:
     assert tp["completed_earlier"] == _finished(earlier, 5)["3"]
 
 
+def test_the_slow_rank_is_measured_from_when_each_rank_came_into_the_collectives() -> None:
+    """Rank 5 came into each of its tensor-parallel all_reduces 2.5 s after its peer: the others
+    waited on it alone for most of the interval. Its peer (rank 4), late into its data-parallel
+    collectives only because it waited on rank 5 first, and the ranks waiting on both, are not slow."""
+    from analysis.diagnosis.lateness import WAIT_SHARE
+
+    c = analysis.analyze(SLOW, earlier=SLOW.with_name("slow_rank.earlier"), use_cache=False).comparison
+    assert c.slow == (5,)
+    t = c.lateness.set_index("rank")
+    assert t.loc[5, "wait_share"] >= WAIT_SHARE and t.loc[5, "recurring_ns"] <= t.loc[5, "wait_ns"]
+    others = t.drop(index=5)
+    assert (others["wait_share"] < WAIT_SHARE).all(), t
+    assert t.loc[4, "lead_ns"] > WAIT_SHARE * c.interval_ns  # late by the wait on 5, not its own doing
+    stuck = analysis.analyze(STUCK, earlier=STUCK.with_name("stuck_twice.earlier"), use_cache=False).comparison
+    assert stuck.slow == () and stuck.lateness is None  # a hang is not measured for slowness
+
+
 def test_a_stuck_rank_did_not_move_nor_did_anyone() -> None:
     earlier = STUCK.with_name("stuck_twice.earlier")
     assert _moved_in_files(STUCK, earlier) == set(), "nobody finished anything in between"

@@ -88,7 +88,8 @@ def test_a_slow_rank_that_still_moves_is_slow_not_hung(tmp_path: Path) -> None:
     assert code == 0
     assert not {"hung", "straggler"} & set(states), states
     slow = [x for x in lines if x["state"] == "slow"]
-    assert slow and all(1 in x["ranks"] for x in slow), lines  # its TP peer, waiting on it, may be named too
+    assert all(x["ranks"] == [1] for x in slow), lines  # never its TP peer, late only by waiting on it
+    assert states[-2:] == ["slow", "slow"], [(x["state"], x["ranks"], x["message"]) for x in lines]
 
 
 def test_a_rank_whose_dumps_stop_is_named_missing_and_the_job_still_progresses(tmp_path: Path) -> None:
@@ -117,12 +118,10 @@ def test_a_rank_whose_process_stops_is_named_not_the_ranks_that_wait_on_it(tmp_p
     assert Path(hung["report"]).read_text().startswith("VERDICT: HANG")
 
 
-def test_a_healthy_job_is_never_called_hung_over_20_snapshots(tmp_path: Path) -> None:
+def test_a_healthy_job_stays_progressing_over_20_snapshots(tmp_path: Path) -> None:
     """20 snapshots of a healthy 8-rank job, each compared with the one before: every rank
-    read, none missing, never hung or straggler. The watch starts once every rank has dumped
-    (at the job's start a rank's first dump can take seconds). "slow" may come up: it names
-    the rank(s) the others wait on in two snapshots running, which in a healthy job is now and
-    then the same by chance (3 times in about 80 snapshots here; docs/live.md)."""
+    read, none missing, every line "progressing" (never slow, straggler or hung). The watch
+    starts once every rank has dumped (at the job's start a rank's first dump can take seconds)."""
     dumps = tmp_path / "dumps"
     job = start_job(dumps, world=8, interval=INTERVAL, mode="healthy")
     deadline = time.monotonic() + 90
@@ -134,5 +133,5 @@ def test_a_healthy_job_is_never_called_hung_over_20_snapshots(tmp_path: Path) ->
     assert code == 0
     states = [x["state"] for x in lines]
     assert states[0] == "baseline" and len(states) == 21, states
-    assert set(states[1:]) <= {"progressing", "slow"}, [(x["state"], x["ranks"]) for x in lines]
+    assert set(states[1:]) == {"progressing"}, [(x["state"], x["ranks"], x["message"]) for x in lines]
     assert all(x["missing_ranks"] == [] and x["ranks_loaded"] == 8 for x in lines), lines

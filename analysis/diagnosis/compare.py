@@ -17,6 +17,7 @@ import pandas as pd
 from .. import schema as s
 from ..types import InputError, Membership
 from .analysis import Analysis
+from .lateness import lateness
 
 
 class Motion(enum.StrEnum):
@@ -40,6 +41,11 @@ class Comparison:
     """Between the newest entries of the two sets: FR records no dump time."""
     deltas: pd.DataFrame
     """rank, pg_key, completed_earlier, completed_later, completed_between."""
+    slow: tuple[int, ...] = ()
+    """PROGRESSING: the ranks the others waited on, measured from when each rank came into the
+    collectives between the dumps (``lateness.WAIT_SHARE``); empty otherwise."""
+    lateness: pd.DataFrame | None = None
+    """PROGRESSING: the figures ``slow`` rests on, per rank (``lateness.Lateness.table``)."""
 
 
 def compare_progress(later: Analysis, earlier: Analysis, later_suspects: set[int]) -> Comparison:
@@ -77,7 +83,11 @@ def compare_progress(later: Analysis, earlier: Analysis, later_suspects: set[int
     else:
         motion = Motion.PROGRESSING
         named = tuple(sorted(later_suspects & set(progressing)))
-    return Comparison(motion, progressing, stalled, named, _interval(later, earlier), deltas)
+    interval = _interval(later, earlier)
+    if motion != Motion.PROGRESSING:
+        return Comparison(motion, progressing, stalled, named, interval, deltas)
+    late = lateness(later, earlier, interval)
+    return Comparison(motion, progressing, stalled, named, interval, deltas, late.slow, late.table)
 
 
 def _same_job(later: Analysis, earlier: Analysis) -> None:

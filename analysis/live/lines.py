@@ -4,8 +4,9 @@ A single snapshot of a running job always has collectives in flight, so its own 
 is never the line's word: the word comes from the comparison with the previous snapshot
 (``Report.comparison``). ``hung``: nobody completed a collective in between; ``straggler``:
 some ranks completed nothing while others went on; ``slow``: everybody moved, and the
-same rank(s) were the ones the others waited on in this snapshot and the one before;
-``progressing`` otherwise. The first snapshot is the ``baseline``.
+others spent at least a quarter of the time between the snapshots waiting on some rank(s)
+alone, measured from when each rank came into each collective in between
+(``diagnosis.lateness``); ``progressing`` otherwise. The first snapshot is the ``baseline``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..diagnosis.compare import Motion
+from ..diagnosis.compare import Comparison, Motion
 from ..report.words import ranks_text
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class Line:
     """The full report's path (the first snapshot in which the job stopped moving)."""
     message: str = ""
     candidates: tuple[int, ...] = field(default=(), repr=False)
-    """The ranks the others wait on in this snapshot alone (for ``slow`` at the next one)."""
+    """The ranks the others wait on in this snapshot alone (its suspects; never the word)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON line (``--json-lines``), schema ``flightdeck.watch/1``."""
@@ -94,6 +95,15 @@ def _ranks(ranks: tuple[int, ...]) -> str:
     return ranks_text(list(ranks), 12)
 
 
+def _waited(c: Comparison) -> str:
+    """How long the others waited on the slow rank(s) alone, against the interval."""
+    t = c.lateness
+    if t is None or t.empty or not c.interval_ns:
+        return "the others waited on"
+    wait = float(t[t["rank"].isin(c.slow)]["wait_ns"].max()) / 1e9
+    return f"the others waited {wait:.2f} s (summed over collectives) in {c.interval_ns / 1e9:.2f} s on"
+
+
 def line_of(report: Report, snap: Snapshot, previous: Line | None, seconds: float) -> Line:
     """The line for ``report`` (``snap`` analysed against the previous snapshot, if any)."""
     line = Line(snap.name, BASELINE, ranks_loaded=report.ranks_loaded, missing=snap.missing, seconds=seconds)
@@ -114,10 +124,9 @@ def line_of(report: Report, snap: Snapshot, previous: Line | None, seconds: floa
         line.state, line.ranks = STRAGGLER, c.named
         line.message = f"{_ranks(c.named)} completed nothing while {len(c.progressing)} other rank(s) went on"
     else:
-        again = set(c.named) & set(previous.candidates) if previous is not None else set()
-        if again:
-            line.state, line.ranks = SLOW, tuple(sorted(again))
-            line.message = f"every rank moved; the others wait on {_ranks(line.ranks)} again: slow, not stuck"
+        if c.slow:
+            line.state, line.ranks = SLOW, c.slow
+            line.message = f"every rank moved; {_waited(c)} {_ranks(c.slow)} alone: slow, not stuck"
         else:
             line.state = PROGRESSING
             line.message = "every rank completed collectives since the previous snapshot"
