@@ -48,7 +48,7 @@ def test_live_mode_follows_the_snapshots_then_shows_the_hang(serve, page, tmp_pa
     t0 = time.monotonic()
     add_snapshot(job, "snap-01", "slow_rank")
     shows(page, "snap-01  slow")
-    shows(page, "the others wait on rank 5 again")
+    shows(page, "on rank 5 alone: slow, not stuck")
     page.wait_for_selector(CHART_READY, timeout=WAIT_MS)
     shows(page, "Progress per rank class")
     page.wait_for_function(CHARTS_DRAWN, arg=2, timeout=WAIT_MS)  # the timeline and the newest snapshot's heatmap
