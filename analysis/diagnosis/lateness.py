@@ -13,6 +13,7 @@ collectives it was the last in by a lead, and how long its peers waited on it.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,14 +92,15 @@ def lateness(later: Analysis, earlier: Analysis, interval_ns: int | None) -> Lat
             mine.setdefault(r, []).append((t, c))
     for entries in mine.values():
         entries.sort()
+    issued_at = {r: [t for t, _ in entries] for r, entries in mine.items()}
 
     def own(r: int, c: tuple[str, int]) -> int | None:
         """How long ``r`` took from leaving its previous collective to coming into ``c``."""
         t = at[c].get(r, newest)
-        before_c = [x for x in mine.get(r, ()) if x[0] < t and x[1] != c]
-        if not before_c:
+        i = bisect.bisect_left(issued_at.get(r, ()), t)  # its collectives issued before t (c itself is at t)
+        if i == 0:
             return None
-        return max(0, t - last_in(before_c[-1][1]))
+        return max(0, t - last_in(mine[r][i - 1][1]))
 
     counts: dict[int, list[int]] = {}  # rank -> [collectives, last, lead_ns]
     waits: dict[int, list[int]] = {}  # rank -> its own waits, one per collective it was last into

@@ -78,7 +78,9 @@ def count_mates(
         if len(g.ranks) >= 2:
             for r in g.ranks:
                 families[r].add(family_of.get(g.key, g.key))
+    role_of = {r: (frozenset(fams), stage_of.get(r)) for r, fams in families.items()}
     by_role: dict[tuple[frozenset[str], object], set[int]] = defaultdict(set)
-    for r, fams in families.items():
-        by_role[(frozenset(fams), stage_of.get(r))].add(r)
-    return {r: frozenset(by_role[(frozenset(fams), stage_of.get(r))]) for r, fams in families.items()}
+    for r, role in role_of.items():
+        by_role[role].add(r)
+    shared = {role: frozenset(ranks) for role, ranks in by_role.items()}  # one set per role, not per rank
+    return {r: shared[role] for r, role in role_of.items()}
