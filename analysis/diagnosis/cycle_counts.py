@@ -54,6 +54,15 @@ class CountView:
         return heads
 
     @functools.cached_property
+    def pending(self) -> dict[int, list[Blocked]]:
+        """Each rank's collectives and send/recvs pending, queued behind its own or not: it
+        issued each, so it is compared there with the ranks of its program blocked in it."""
+        pending: dict[int, list[Blocked]] = defaultdict(list)
+        for b in self.w.graph.blocked:
+            pending[b.rank].append(b)
+        return pending
+
+    @functools.cached_property
     def blocked_at(self) -> dict[Place, set[int]]:
         """Each place -> the ranks blocked there."""
         at: dict[Place, set[int]] = defaultdict(set)
@@ -75,7 +84,7 @@ class CountView:
     def places(self, rank: int) -> dict[Place, tuple[int, ...]]:
         """Where ``rank`` is compared, each with the ranks of its program there."""
         mates = self.mates.get(rank, frozenset()) - {rank}
-        found = [self.place(b) for b in self.heads.get(rank, [])]
+        found = [self.place(b) for b in self.pending.get(rank, [])]
         waits = self.w.into.get(rank, [])
         found += [Place(self.family(e.pg_key), e.seq, True) for e in waits if e.reason == WaitReason.NOT_ISSUED]
         at = self.blocked_at

@@ -55,7 +55,6 @@ class Kind(enum.StrEnum):
     COUNT_EDIT = "count_edit"
     """A rank's counts of its groups' collectives depart from those of the ranks of its program
     at the same point: it issued one fewer of a family, one more, or one of another in place."""
-    P2P_MISCOUNT = "p2p_miscount"
     """A rank posted fewer (or more) send/recvs of a group than the ranks at its stage of
     sibling groups had at the same point: it skipped (or added) one."""
     STALLED = "stalled"

@@ -29,7 +29,6 @@ from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
 from .minority import cycle_minority
-from .p2p_counts import P2PCounts
 from .routines import SAME_PROGRAM_SAMPLE, Routines
 from .turns import left_the_turns
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
@@ -71,7 +70,6 @@ class _Waits:
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
         self._counts_at: CountsAt | None = None
-        self._p2p_counts: P2PCounts | None = None
         self.heads: dict[int, list[Blocked]] = defaultdict(list)
         """Each rank's collectives it waits in (not queued behind one of its own)."""
         for b in self.graph.blocked:
@@ -100,11 +98,6 @@ class _Waits:
     @functools.cached_property
     def count_view(self) -> CountView:
         return CountView(self.a, self.cycle_waits)
-
-    def p2p_counts(self, order: ProgramOrder) -> P2PCounts:
-        if self._p2p_counts is None:
-            self._p2p_counts = P2PCounts(self.a, order)
-        return self._p2p_counts
 
     @functools.cached_property
     def routines(self) -> Routines:
@@ -413,35 +406,6 @@ def _out_of_place(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
     return None
 
 
-def _posted_off_count(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
-    """``rank`` waits in a send/recv it posted having posted fewer (or more) of its group's
-    send/recvs than the ranks at its stage of sibling groups had at that point (see
-    :mod:`.p2p_counts`): it skipped (or added) one, and its neighbour waits for the one it
-    never posted."""
-    for b in w.graph.blocked:
-        if b.rank != rank or not b.is_p2p or b.queued:
-            continue
-        found = w.p2p_counts(order).pending_off_count(rank, b.pg_key, b.seq)
-        if found is None:
-            continue
-        waits = [e for e in w.into.get(rank, []) if e.reason == WaitReason.P2P_UNMATCHED]
-        waiters = tuple(sorted({e.waiter for e in waits}))
-        detail = {"posted": found.mine, "mates_posted": found.theirs, "mates": found.mates, "before": found.before}
-        return Finding(
-            Kind.P2P_MISCOUNT,
-            Role.SUSPECT,
-            (rank,),
-            FailureClass.P2P_UNMATCHED,
-            b.pg_key,
-            b.seq,
-            b.op,
-            waiters,
-            w.since(waits),
-            detail,
-        )
-    return None
-
-
 def _departed_records(w: _Waits, comp: list[int]) -> list[Finding]:
     """The members of a cycle whose records explain it (see :mod:`.cycle_records`), else
     whose counts do (see :mod:`.cycle_counts`)."""
@@ -533,9 +497,6 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     skips = {r: f for r in comp if (f := _skipped(w, order, r))} if len(comp) > 1 else {}
     if skips and len(skips) < len(comp):  # program order shows who went past one the others wait in
         return list(skips.values()), []
-    miscounted = {r: f for r in comp if (f := _posted_off_count(w, order, r))} if len(comp) > 1 else {}
-    if miscounted and len(miscounted) < len(comp):  # posted another number of send/recvs than its stage
-        return list(miscounted.values()), []
     ahead = w.a.levels.ahead(comp) if 1 < len(comp) <= MAX_COUNTED else {}
     if ahead:  # issued more than its level peers, the rest level with theirs: it went ahead
         return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(ahead.items())], []

@@ -163,19 +163,6 @@ def _departed(f: Finding, where: str) -> str:
     )
 
 
-def _p2p_miscount(f: Finding, where: str) -> str:
-    d = f.detail
-    family, seq = d["before"]
-    fewer = d["posted"] < d["mates_posted"]
-    return (
-        f"Rank {f.rank}'s pending {f.op or 'send/recv'} in {where} is its send/recv number {d['posted']} there "
-        f"(p2p seq); {ranks_text(d['mates'])}, at its stage of the other groups, posted the same op at the same "
-        f"point (before seq {seq} of their {family.split('#')[0] or 'default'} group) as number "
-        f"{d['mates_posted']}: rank {f.rank} {'skipped' if fewer else 'added'} one"
-        + (f", and {ranks_text(f.waiters)} wait for the one it never posted." if fewer and f.waiters else ".")
-    )
-
-
 def _record_edit(f: Finding, where: str) -> str:
     d = f.detail
     mates = f"the ranks of its program ({ranks_text(d['against'])})"
@@ -458,7 +445,6 @@ _SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.LEFT_BEHIND: _left_behind,
     Kind.NO_DUMP: _no_dump,
     Kind.P2P_UNMATCHED: _p2p_unmatched,
-    Kind.P2P_MISCOUNT: _p2p_miscount,
     Kind.RECORD_EDIT: _record_edit,
     Kind.COUNT_EDIT: _count_edit,
     Kind.STALLED: _stalled,
