@@ -15,7 +15,7 @@ from analysis.diagnosis.count_explanation import (
     difference,
     off_the_chain,
 )
-from analysis.model.counts import count_mates, count_points, p2p_points
+from analysis.model.counts import count_mates, count_points, issued_after, p2p_points
 from analysis.model.groups import ProcessGroup
 from analysis.model.progress import Progress
 from analysis.types import Membership
@@ -80,6 +80,40 @@ def test_blocked_places_come_before_the_places_it_is_waited_for_in():
     assert count_departure(3, points, {Place("dp", 3, False): (0, 1, 2), **waited}, MATES | {4}) is None
 
 
+def test_ranks_blocked_in_one_collective_compare_as_they_stood_when_they_issued_it():
+    # rank 3 holds dp seq 3 queued behind an extra tp collective (its tp 13); ranks 0-2, blocked
+    # in dp seq 3, have since issued one more tp behind it: by totals rank 3 is in step
+    points = {r: {"tp": 13, "dp": 3} for r in (0, 1, 2, 3)}
+    at_dp3 = {0: {"tp": 12, "dp": 3}, 1: {"tp": 12, "dp": 3}, 2: {"tp": 12, "dp": 3}, 3: {"tp": 13, "dp": 3}}
+    place = Place("dp", 3, False)
+    assert count_departure(3, points, {place: (0, 1, 2)}, MATES) is None
+    edit = count_departure(3, points, {place: (0, 1, 2)}, MATES, lambda r, p: at_dp3[r])
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.more) == ("extra", "tp")
+
+
+def test_what_a_rank_issued_after_a_call_it_holds_pending_by_record_order():
+    entries = pd.DataFrame(
+        {
+            s.RANK: [0, 0, 0, 0, 0, 1, 1],
+            s.RECORD_ID: [10, 11, 12, 12, 13, 5, 6],
+            s.PG_NAME: ["1", "2", "1", "1", "4", "1", "2"],
+            s.SEQ: [3, 7, 4, 4, 0, 3, 7],
+            s.P2P_SEQ: [None, None, None, None, 9, None, None],
+            s.IS_P2P: [False, False, False, False, True, False, False],
+        }
+    )
+    key_of = {(0, "1"): "dp0", (0, "2"): "tp0", (0, "4"): "pp0", (1, "1"): "dp0", (1, "2"): "tp1"}
+    family = {"dp0": "dp", "tp0": "tp", "tp1": "tp", "pp0": "pp"}
+    calls = [(0, "dp0", 3, False), (0, "pp0", 9, True), (1, "tp1", 7, False), (1, "dp0", 99, False)]
+    after = issued_after(entries, key_of, family, calls)
+    # after rank 0's dp seq 3: tp 7, dp 4 (two coalesced records, one call) and a send/recv
+    assert after == {
+        (0, "dp0", 3, False): {"tp": 1, "dp": 1, "pp": 1},
+        (0, "pp0", 9, True): {},
+        (1, "tp1", 7, False): {},
+    }
+
+
 def test_more_than_one_edit_or_ranks_that_disagree_decide_nothing():
     far = {**STEP, 3: {"tp": 10, "dp": 3}}
     assert count_departure(3, far, {Place("dp", 3, False): (0, 1, 2)}, MATES) is False
@@ -113,6 +147,9 @@ def test_a_pair_measured_against_each_other_or_departing_alike_decides_nothing()
     assert count_causes([0, 1, 2], mirror, lambda e: True) is None
     alike = {0: _edit(0, against=(5,)), 1: _edit(1, against=(5,)), 2: None}
     assert count_causes([0, 1, 2], alike, lambda e: True) is None
+    # measured only against a rank the counts cannot place (it may have left the program)
+    assert count_causes([0, 1, 2], {0: _edit(0, against=(1,)), 1: False, 2: None}, lambda e: True) is None
+    assert count_causes([0, 1, 2], {0: _edit(0, against=(1, 2)), 1: False, 2: None}, lambda e: True) is not None
 
 
 def test_send_recvs_count_by_their_newest_record_where_the_dumps_record_them():

@@ -110,20 +110,26 @@ def _edit(rank: int, diff: dict[str, int], place: Place | None, against: tuple[i
 
 
 def count_departure(
-    rank: int, points: Mapping[int, Point], places: Mapping[Place, tuple[int, ...]], mates: frozenset[int]
+    rank: int,
+    points: Mapping[int, Point],
+    places: Mapping[Place, tuple[int, ...]],
+    mates: frozenset[int],
+    at: Callable[[int, Place], Point] | None = None,
 ) -> CountEdit | None | bool:
     """``rank``'s edit against the ranks of its program (``mates``); None where it is in step;
-    False where nothing tells. ``places``: the collectives it is blocked in or waited for in,
-    each with the ranks of its program there (see the module docstring)."""
+    False where nothing tells. ``places``: the collectives it holds pending or is waited for
+    in, each with the ranks of its program blocked there (see the module docstring); ``at``:
+    a rank's point where it issued the call it holds at a place (its point by default)."""
     mine = points.get(rank, {})
+    at = at or (lambda r, place: points.get(r, {}))
     blocked = {p: ranks for p, ranks in places.items() if ranks and not p.waited}
     where = blocked or {p: ranks for p, ranks in places.items() if ranks}
     best: tuple[int, dict[str, int], Place, tuple[int, ...]] | None = None
     for place, ranks in sorted(where.items(), key=lambda kv: (kv[0].family, kv[0].seq)):
-        me = dict(mine)
+        me = dict(mine) if place.waited else dict(at(rank, place))
         if place.waited and place.family in me:
             me[place.family] += 1
-        diff = difference(me, [points[r] for r in ranks if r in points])
+        diff = difference(me, [at(r, place) for r in ranks if r in points])
         if diff is None:
             continue
         if not diff:
@@ -144,17 +150,19 @@ def count_causes(
 ) -> dict[int, CountEdit] | None:
     """The members of cycle ``comp`` whose points explain it: those whose edit ``explains`` a
     wait, where not every member departs; an edit measured only against ranks that depart
-    too stands where strictly cheaper than theirs; ranks that depart alike run another
+    too stands where strictly cheaper than theirs, and one measured only against ranks the
+    counts cannot place never; ranks that depart alike run another
     program than those they were measured against. None where the counts do not decide."""
     edits = {r: e for r, e in departures.items() if isinstance(e, CountEdit) and explains(e)}
+    undecided = {r for r, e in departures.items() if e is False}
+    doubtful = set(edits) | undecided  # ranks that may have left the program themselves
     stands = {
         r: e
         for r, e in edits.items()
-        if not set(e.against) <= set(edits) or all(e.cost < edits[m].cost for m in e.against)
+        if not set(e.against) <= doubtful or all(m in edits and e.cost < edits[m].cost for m in e.against)
     }
     alike = Counter((e.kind, e.fewer, e.more) for e in stands.values())
     named = {r: e for r, e in stands.items() if alike[(e.kind, e.fewer, e.more)] == 1}
-    undecided = {r for r, e in departures.items() if e is False}
     if not named or len(named) == len(comp) or len(named) + len(undecided) == len(comp):
         return None
     return named

@@ -11,7 +11,7 @@ import functools
 from collections import defaultdict
 from dataclasses import replace
 
-from ..model.counts import Point, count_mates, count_points, p2p_points
+from ..model.counts import Pending, Point, count_mates, count_points, issued_after, p2p_points
 from ..types import FailureClass
 from .analysis import Analysis
 from .count_explanation import CountEdit, Place, count_causes, count_departure
@@ -27,6 +27,8 @@ class CountView:
     def __init__(self, a: Analysis, w: CycleWaits) -> None:
         self.a, self.w = a, w
         self.family_of = a.families.family_of
+        self._after: dict[Pending, Point] = {}
+        self._prepared: set[int] = set()
 
     @functools.cached_property
     def points(self) -> dict[int, Point]:
@@ -61,6 +63,21 @@ class CountView:
         for b in self.w.graph.blocked:
             pending[b.rank].append(b)
         return pending
+
+    def prepare(self, ranks: set[int]) -> None:
+        """Find what each of ``ranks`` issued after each call it holds pending (one pass over
+        their entries), for :meth:`point_at`."""
+        calls = [(b.rank, b.pg_key, b.seq, b.is_p2p) for r in ranks - self._prepared for b in self.pending.get(r, [])]
+        self._after.update(issued_after(self.a.dumps.entries, self.a.groups.key_of, self.family_of, calls))
+        self._prepared |= ranks
+
+    def point_at(self, rank: int, place: Place) -> Point:
+        """``rank``'s point where it issued the call it holds pending at ``place``: what it
+        issued behind it since is left out (see ``issued_after``)."""
+        mine = self.points.get(rank, {})
+        b = next((b for b in self.pending.get(rank, []) if self.place(b) == replace(place, waited=False)), None)
+        after = self._after.get((b.rank, b.pg_key, b.seq, b.is_p2p), {}) if b is not None else {}
+        return {f: n - after.get(f, 0) for f, n in mine.items()}
 
     @functools.cached_property
     def blocked_at(self) -> dict[Place, set[int]]:
@@ -100,7 +117,11 @@ class CountView:
 
 def explain_cycle_by_counts(a: Analysis, view: CountView, comp: list[int]) -> list[Finding]:
     """The members of cycle ``comp`` whose points explain it (see :mod:`.count_explanation`), as findings."""
-    departures = {r: count_departure(r, view.points, view.places(r), view.mates.get(r, frozenset())) for r in comp}
+    places = {r: view.places(r) for r in comp}
+    view.prepare(set(comp) | {m for at in places.values() for ranks in at.values() for m in ranks})
+    departures = {
+        r: count_departure(r, view.points, places[r], view.mates.get(r, frozenset()), view.point_at) for r in comp
+    }
     causes = count_causes(comp, departures, view.explains)
     return [] if causes is None else [_count_edit_finding(view, e) for e in causes.values()]
 

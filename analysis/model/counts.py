@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from .. import schema as s
@@ -84,3 +85,54 @@ def count_mates(
         by_role[role].add(r)
     shared = {role: frozenset(ranks) for role, ranks in by_role.items()}  # one set per role, not per rank
     return {r: shared[role] for r, role in role_of.items()}
+
+
+Pending = tuple[int, str, int, bool]
+"""A call a rank holds pending: (rank, group key, seq, send/recv); a send/recv's seq is its p2p seq."""
+
+
+def issued_after(
+    entries: pd.DataFrame, key_of: Mapping[tuple[int, str], str], family_of: Mapping[str, str], calls: Iterable[Pending]
+) -> dict[Pending, Point]:
+    """How many of each family a rank issued after each call it holds pending, by record order.
+
+    A rank's point where it issued such a call is its point less these: ranks blocked in one
+    collective compare as they stood when they issued it, whatever one of them issued behind
+    it since (a collective of another group queued behind its own). The calls after a pending
+    one are the newest of the rank, so the ring buffer holds them. A call without its entry
+    is left out."""
+    calls = list(calls)
+    cols = [s.RANK, s.RECORD_ID, s.PG_NAME, s.SEQ, s.P2P_SEQ, s.IS_P2P]
+    if entries.empty or not calls or any(c not in entries for c in cols):
+        return {}
+    e = entries.loc[entries[s.RANK].isin({c[0] for c in calls}).to_numpy(), cols]
+    p2p = flag(e[s.IS_P2P])
+    seq = np.where(p2p, e[s.P2P_SEQ].fillna(-1).to_numpy(), e[s.SEQ].fillna(-1).to_numpy()).astype(np.int64)
+    rank, rid = e[s.RANK].to_numpy().astype(np.int64), e[s.RECORD_ID].to_numpy().astype(np.int64)
+    names = e[s.PG_NAME].astype(str).to_numpy()
+    name_of = {(r, k): n for (r, n), k in key_of.items()}
+    at = {(r, name_of.get((r, k)), q, p): c for c in calls for r, k, q, p in [c]}
+    rid_of: dict[Pending, int] = {}
+    for i in np.flatnonzero(np.isin(seq, list({c[2] for c in calls}))):  # rows that may be a pending call
+        c = at.get((int(rank[i]), names[i], int(seq[i]), bool(p2p[i])))
+        if c is not None:
+            rid_of[c] = max(rid_of.get(c, -1), int(rid[i]))
+    if not rid_of:
+        return {}
+    first: dict[int, int] = {}
+    for c, r in rid_of.items():
+        first[c[0]] = min(first.get(c[0], r), r)
+    tail = np.flatnonzero(rid > pd.Series(rank).map(pd.Series(first)).fillna(np.iinfo(np.int64).max).to_numpy())
+    rows: dict[int, list[tuple[int, str, int, bool]]] = defaultdict(list)
+    for i in tail:  # the calls after each rank's earliest pending one: a few per rank
+        key = key_of.get((int(rank[i]), names[i]))
+        if key is not None:
+            rows[int(rank[i])].append((int(rid[i]), key, int(seq[i]), bool(p2p[i])))
+    found: dict[Pending, Point] = {}
+    for call, cut in rid_of.items():
+        later = {(k, q, p) for r, k, q, p in rows.get(call[0], []) if r > cut}  # a coalesced call once
+        after: Point = defaultdict(int)
+        for k, _, _ in later:
+            after[family_of.get(k, k)] += 1
+        found[call] = dict(after)
+    return found
