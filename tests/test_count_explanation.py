@@ -73,6 +73,12 @@ def test_a_rank_waited_for_is_compared_as_if_it_had_issued_that_collective():
     assert isinstance(edit, CountEdit) and (edit.kind, edit.more) == ("extra", "tp")
 
 
+def test_a_rank_waited_for_that_went_on_with_its_program_skipped_that_collective():
+    went_on = {**STEP, 3: {"tp": 15, "dp": 2}}  # 3 more tp, no dp 3: it went past dp 3
+    edit = count_departure(3, went_on, {Place("dp", 3, True): (0, 1, 2)}, MATES)
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.fewer, edit.went_on) == ("skip", "dp", (("tp", 3),))
+
+
 def test_blocked_places_come_before_the_places_it_is_waited_for_in():
     points = {**STEP, 3: {"tp": 12, "dp": 3}, 4: {"tp": 13, "dp": 4}}
     waited = {Place("dp", 4, True): (4,)}

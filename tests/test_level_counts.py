@@ -59,11 +59,6 @@ def test_a_stalled_collective_whose_members_match_their_peers_is_left_alone() ->
     assert _levels({0: 10, 1: 10, 2: 10, 3: 10}).stalled({("tp0", 10): [0, 1]}) == []
 
 
-def test_a_cycle_member_ahead_of_its_level_peers_went_ahead() -> None:
-    levels = _levels({0: 10, 1: 12, 2: 10, 3: 10})
-    assert levels.ahead([0, 1]) == {1: ("tp0", 2)}
-
-
 def test_a_rank_ahead_in_one_group_and_behind_in_another_left_the_program() -> None:
     # rank 1 issued one more tensor-parallel collective and one fewer data-parallel one
     # than ranks 0, 2, 3, which agree: it is at no point of their program

@@ -7,6 +7,9 @@ the dumps hold only pending entries, the records are numbered apart), the points
 - at its **place**: the ranks of its program blocked in the collective it is blocked in
   hold the point it should hold; where none is, the ranks waiting for it in a collective
   it has not issued hold the point it would hold once it issues that one;
+- where they wait for it, a rank that issued more of every other family than they had when
+  they issued that collective, two or more in all, went past it: one skip, its later calls
+  its program's (one more in all is as well one extra before it, and stays that);
 - elsewhere: a point incomparable with most of theirs (more of one family, fewer of
   another) is off the chain their program makes.
 
@@ -58,6 +61,9 @@ class CountEdit:
     """Where it was compared; None: against the chain of its program's points."""
     against: tuple[int, ...]
     cost: float
+    went_on: tuple[tuple[str, int], ...] = ()
+    """For a skip of the call its peers wait for it in: how many more of each other family it
+    issued than they had when they issued that one (it went on with its program)."""
 
 
 def difference(mine: Point, theirs: list[Point]) -> dict[str, int] | None:
@@ -134,6 +140,9 @@ def count_departure(
             continue
         if not diff:
             return None  # at one point with the ranks of its program there
+        if place.waited and all(d > 0 for d in diff.values()) and sum(diff.values()) > 1:  # went on without it
+            went_on = tuple(sorted(diff.items()))
+            return CountEdit(rank, SKIP, place.family, None, place, ranks, costs.SKIP, went_on)
         units = sum(abs(d) for d in diff.values())
         if best is None or units < best[0]:
             best = (units, diff, place, ranks)

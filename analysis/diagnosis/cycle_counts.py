@@ -79,6 +79,13 @@ class CountView:
         after = self._after.get((b.rank, b.pg_key, b.seq, b.is_p2p), {}) if b is not None else {}
         return {f: n - after.get(f, 0) for f, n in mine.items()}
 
+    def departures(self, comp: list[int]) -> dict[int, CountEdit | None | bool]:
+        """Each member's edit against the ranks of its program (see ``count_departure``)."""
+        places = {r: self.places(r) for r in comp}
+        self.prepare(set(comp) | {m for at in places.values() for ranks in at.values() for m in ranks})
+        mates = self.mates
+        return {r: count_departure(r, self.points, places[r], mates.get(r, frozenset()), self.point_at) for r in comp}
+
     @functools.cached_property
     def blocked_at(self) -> dict[Place, set[int]]:
         """Each place -> the ranks blocked there."""
@@ -117,12 +124,7 @@ class CountView:
 
 def explain_cycle_by_counts(a: Analysis, view: CountView, comp: list[int]) -> list[Finding]:
     """The members of cycle ``comp`` whose points explain it (see :mod:`.count_explanation`), as findings."""
-    places = {r: view.places(r) for r in comp}
-    view.prepare(set(comp) | {m for at in places.values() for ranks in at.values() for m in ranks})
-    departures = {
-        r: count_departure(r, view.points, places[r], view.mates.get(r, frozenset()), view.point_at) for r in comp
-    }
-    causes = count_causes(comp, departures, view.explains)
+    causes = count_causes(comp, view.departures(comp), view.explains)
     return [] if causes is None else [_count_edit_finding(view, e) for e in causes.values()]
 
 
@@ -146,6 +148,7 @@ def _count_edit_finding(view: CountView, e: CountEdit) -> Finding:
         "place": None if e.place is None else (e.place.family, e.place.seq, e.place.waited),
         "against": e.against,
         "cost": e.cost,
+        "went_on": e.went_on,
     }
     since = w.created.get((key, e.rank, seq), NEVER)
     cls = FailureClass.P2P_UNMATCHED if e.kind == SKIP and e.fewer in view.p2p_families else FailureClass.DESYNC

@@ -25,6 +25,7 @@ from .consequences import after_mismatch, pipeline_victims, silent
 from .counts_at import CountsAt
 from .cycle_counts import CountView, explain_cycle_by_counts
 from .cycle_records import CycleWaits, explain_cycle
+from .cycle_waits import explain_cycle_by_waits
 from .dead import dead_findings
 from .desync import departed_finding, extra_finding
 from .findings import NEVER, Finding, Kind, Role
@@ -408,8 +409,13 @@ def _out_of_place(w: _Waits, order: ProgramOrder, rank: int) -> Finding | None:
 
 def _departed_records(w: _Waits, comp: list[int]) -> list[Finding]:
     """The members of a cycle whose records explain it (see :mod:`.cycle_records`), else
-    whose counts do (see :mod:`.cycle_counts`)."""
-    return explain_cycle(w.a, w.cycle_waits, comp) or explain_cycle_by_counts(w.a, w.count_view, comp)
+    whose counts do (see :mod:`.cycle_counts`), else the member its waits name (see
+    :mod:`.cycle_waits`)."""
+    return (
+        explain_cycle(w.a, w.cycle_waits, comp)
+        or explain_cycle_by_counts(w.a, w.count_view, comp)
+        or explain_cycle_by_waits(w.a, w.cycle_waits, w.count_view, comp)
+    )
 
 
 def _issued_before(w: _Waits, f: Finding) -> bool:
@@ -494,12 +500,6 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
     if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
         return _went_past_each(w, order, odd), []
-    skips = {r: f for r in comp if (f := _skipped(w, order, r))} if len(comp) > 1 else {}
-    if skips and len(skips) < len(comp):  # program order shows who went past one the others wait in
-        return list(skips.values()), []
-    ahead = w.a.levels.ahead(comp) if 1 < len(comp) <= MAX_COUNTED else {}
-    if ahead:  # issued more than its level peers, the rest level with theirs: it went ahead
-        return [_went_ahead(w, r, key, more) for r, (key, more) in sorted(ahead.items())], []
     off = {r: found for r in comp if (found := w.a.levels.off_program(r))} if len(comp) <= MAX_COUNTED else {}
     off = {r: found for r, found in off.items() if not w.a.levels.program_mates(r, set(off))}  # off each other
     if off and (len(off) < len(comp) or len(comp) == 1):  # ahead in one group, behind in another

@@ -179,23 +179,6 @@ class LevelCounts:
             g.key != leave_out and others & set(g.ranks) and self._is_level(g) for g in self.groups_of.get(rank, [])
         )
 
-    def ahead(self, members: list[int]) -> dict[int, tuple[str, int]]:
-        """Members of a wait-for cycle that issued more of one of their groups' collectives
-        than their level peers did in theirs, where every other member matches its peers in
-        all its groups: rank -> (that group, how many more)."""
-        offsets = {r: {g.key: self.offset(g.key, r) for g in self.groups_of.get(r, []) if g.desc} for r in members}
-        found = {}
-        for r, offs in offsets.items():
-            known = {k: d for k, d in offs.items() if d is not None}
-            if known and max(known.values()) > 0:
-                key = max(known, key=lambda k: known[k])
-                found[r] = (key, known[key])
-        rest = [r for r in members if r not in found]
-        level = all(
-            any(d == 0 for d in offsets[r].values()) and all(d in (0, None) for d in offsets[r].values()) for r in rest
-        )
-        return found if found and rest and level else {}
-
     def off_program(self, rank: int) -> tuple[str, int] | None:
         """Where ``rank`` issued more collectives of one description and fewer of another than
         every other rank of its program did (they agree among themselves): no point of one

@@ -205,6 +205,13 @@ def _count_edit(f: Finding, where: str) -> str:
     waiting = [r for r in f.waiters if r != f.rank]
     verb = "waits" if len(waiting) == 1 else "wait"
     call = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    if d.get("went_on"):
+        more_of = ", ".join(f"{n} {family.split('#')[0] or 'default'}" for family, n in d["went_on"])
+        return (
+            f"Rank {f.rank} went past {call} without issuing it: {ranks_text(d['against'])} of its program wait "
+            f"for it there, and it had since issued more of every other family than they had when they issued "
+            f"it ({more_of} collectives more): it skipped that one and went on."
+        )
     if d["edit"] == "skip":
         tail = f"; {ranks_text(waiting)} {verb} for it at {call}." if waiting else f" before {call}."
     else:
