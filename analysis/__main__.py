@@ -11,24 +11,7 @@ from typing import NoReturn
 
 def main() -> NoReturn:
     """The command line (``analysis.cli``), after the process-wide settings it reads fastest with."""
-    # No linear algebra here: without this, numpy's OpenBLAS starts a thread per core in
-    # this process and in the workers' server, and they spin on the cores the workers read
-    # on (0.1 s of CPU in a 256-rank run). Set before numpy is imported; inherited by both.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # One allocator for the columns and the buffers they are built from: Arrow's own pool
-    # (mimalloc) takes fresh pages, in huge pages, for every combined column while the parts'
-    # buffers are freed to glibc's heap; from that heap the memory is reused instead
-    # (4,096 ranks: combining the parts 1.6 -> 0.4 s, the run 13.6 -> 11-12 s).
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    # The heap is reused (process_limits.reuse_freed_memory); huge pages advised on it gain
-    # nothing then and cost clearing 2 MB at each first touch.
-    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-    from .tables.worker_start import start_server_early
-
-    start_server_early()  # the workers' server imports the reader while this process does too
-    from .ingest.process_limits import reuse_freed_memory
-
-    reuse_freed_memory()  # this process has one thread yet: see process_limits
+    prepare_process()
     from .cli import main as cli_main
 
     try:
@@ -47,6 +30,28 @@ def main() -> NoReturn:
     # Everything is written: skip the interpreter's teardown of pandas, pyarrow and numpy
     # (about 0.2 s, a seventh of a 256-rank run).
     os._exit(code)
+
+
+def prepare_process() -> None:
+    """The process-wide settings of the command line; call before numpy or pyarrow is imported."""
+    # No linear algebra here: without this, numpy's OpenBLAS starts a thread per core in
+    # this process and in the workers' server, and they spin on the cores the workers read
+    # on (0.1 s of CPU in a 256-rank run). Set before numpy is imported; inherited by both.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # One allocator for the columns and the buffers they are built from: Arrow's own pool
+    # (mimalloc) takes fresh pages, in huge pages, for every combined column while the parts'
+    # buffers are freed to glibc's heap; from that heap the memory is reused instead
+    # (4,096 ranks: combining the parts 1.6 -> 0.4 s, the run 13.6 -> 11-12 s).
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # The heap is reused (process_limits.reuse_freed_memory); huge pages advised on it gain
+    # nothing then and cost clearing 2 MB at each first touch.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+    from .tables.worker_start import start_server_early
+
+    start_server_early()  # the workers' server imports the reader while this process does too
+    from .ingest.process_limits import reuse_freed_memory
+
+    reuse_freed_memory()  # this process has one thread yet: see process_limits
 
 
 if __name__ == "__main__":

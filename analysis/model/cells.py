@@ -36,10 +36,16 @@ def _take_cat(series: pd.Series, idx: np.ndarray) -> pd.Categorical:
 
 def _take_int(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
     """``series[idx]`` as int64 (``na`` for nulls), with no full-length temporary."""
+    return take_ints(series, idx, na).astype(np.int64, copy=False)
+
+
+def take_ints(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
+    """``series[idx]`` (``na`` for nulls) in the column's own integer width, with no
+    full-length temporary: an int32 column gives four bytes a row, not eight."""
     if not isinstance(series.dtype, pd.ArrowDtype):
         return series.to_numpy(dtype=np.int64, na_value=na)[idx]
     values = series.array.__arrow_array__()  # the column's own Arrow data, no copy
-    return values.take(idx).fill_null(na).to_numpy().astype(np.int64, copy=False)
+    return values.take(idx).fill_null(na).to_numpy()
 
 
 def created_ns(entries: pd.DataFrame, cells: pd.DataFrame) -> pd.Series:

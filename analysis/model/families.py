@@ -64,11 +64,13 @@ def call_codes(cells: pd.DataFrame, columns: tuple[str, ...]) -> np.ndarray:
     ops = cells[s.OP].array
     exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])[np.where(ops.codes < 0, -1, ops.codes)]
     value = np.zeros(len(cells), dtype=np.int64)
-    for col in columns:
-        codes = cells[col].cat.codes.to_numpy().astype(np.int64) + 1
+    for col in columns:  # in place, and codes in 32 bits: two 8-byte temporaries a cell fewer
+        codes = cells[col].cat.codes.to_numpy().astype(np.int32)
+        codes += 1
         if col == s.INPUT_SIZES:
-            codes = np.where(exchange, 0, codes)
-        value = value * (int(codes.max(initial=0)) + 1) + codes
+            codes[exchange] = 0
+        value *= int(codes.max(initial=0)) + 1
+        value += codes
     return value
 
 

@@ -52,7 +52,11 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     member = group_ids(cells, [s.PG_KEY, s.RANK], first_seen=False)
     n = int(member.max()) + 1
     first = first_rows(member, n)
-    seq = cells[s.SEQ].to_numpy(dtype=np.int64)
+    if n <= np.iinfo(np.int32).max:
+        member = member.astype(np.int32)  # per cell: half the bytes of each selection below
+    seq = cells[s.SEQ].to_numpy()
+    if seq.dtype.kind != "i":
+        seq = cells[s.SEQ].to_numpy(dtype=np.int64)
     done = cells["done"].to_numpy(dtype=bool)
     big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     hi, lo = np.full(n, small), np.full(n, big)
