@@ -67,7 +67,7 @@ def descriptions_that_split(cells: pd.DataFrame, tokens: np.ndarray, families: F
     ``call_support`` count over it."""
     gid = cells[COLLECTIVE].to_numpy()
     first = first_rows(gid, int(gid.max(initial=-1)) + 1)
-    split = tokens != tokens[first[gid]]
+    split = tokens != tokens[first][gid]  # one cell-long temporary, not two
     if not split.any():
         return split
     desc = description_codes(cells, families.description_of)

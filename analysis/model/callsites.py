@@ -72,9 +72,13 @@ def cell_call_sites(stack_ids: pd.Series, stacks: pd.DataFrame, fallback: pd.Cat
     for sid, site in sites.items():
         if sid >= 0:
             by_stack[sid] = code_of[site]
+    # in place where it can be: at scale each cell-long temporary is tens of MB
     ids = stack_ids.to_numpy(dtype=np.int64, na_value=-1)
     inside = (ids >= 0) & (ids < len(by_stack))
-    codes = np.where(inside, by_stack[np.clip(ids, 0, len(by_stack) - 1)], -1)
+    codes = by_stack[np.clip(ids, 0, len(by_stack) - 1, out=ids)]
+    del ids
+    codes[~inside] = -1
     remap = np.array([code_of[str(c)] for c in fallback.categories] + [-1], dtype=np.int32)
     old = remap[np.where(fallback.codes < 0, len(remap) - 1, fallback.codes)]
-    return pd.Categorical.from_codes(np.where(codes >= 0, codes, old), names)
+    np.copyto(codes, old, where=codes < 0)
+    return pd.Categorical.from_codes(codes, names)

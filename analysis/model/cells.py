@@ -39,13 +39,16 @@ def _take_int(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
     return take_ints(series, idx, na).astype(np.int64, copy=False)
 
 
-def take_ints(series: pd.Series, idx: np.ndarray, na: int) -> np.ndarray:
-    """``series[idx]`` (``na`` for nulls) in the column's own integer width, with no
-    full-length temporary: an int32 column gives four bytes a row, not eight."""
+def take_ints(series: pd.Series, idx: np.ndarray | None, na: int) -> np.ndarray:
+    """``series[idx]`` (every row where ``idx`` is None; ``na`` for nulls) in the column's
+    own integer width, with no full-length temporary: an int32 column gives four bytes a
+    row, not eight."""
     if not isinstance(series.dtype, pd.ArrowDtype):
-        return series.to_numpy(dtype=np.int64, na_value=na)[idx]
+        values = series.to_numpy(dtype=np.int64, na_value=na)
+        return values if idx is None else values[idx]
     values = series.array.__arrow_array__()  # the column's own Arrow data, no copy
-    return values.take(idx).fill_null(na).to_numpy()
+    taken = (values if idx is None else values.take(idx)).fill_null(na).to_numpy()
+    return taken if taken.flags.writeable else taken.copy()  # a view of Arrow's buffer is read-only
 
 
 def created_ns(entries: pd.DataFrame, cells: pd.DataFrame) -> pd.Series:
@@ -81,18 +84,19 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
     if len(e) < 2**31:
         idx = idx.astype(np.int32)  # half the size of each temporary taken with it
     done = equals(e[s.STATE], "completed") | flag(e[s.RETIRED])
-    seq = _take_int(e[s.SEQ], idx, -1)
+    # taken in the columns' own widths (int32 as loaded): no 8-byte copy of any column
+    seq = take_ints(e[s.SEQ], idx, -1)
     if len(seq) and -(2**31) <= seq.min() and seq.max() < 2**31:
-        seq = seq.astype(np.int32)  # ids are far below 2**31 in real dumps
+        seq = seq.astype(np.int32, copy=False)  # ids are far below 2**31 in real dumps
     cells = pd.DataFrame(
         {
             s.PG_KEY: group_keys(dumps, index, idx),
-            s.RANK: e[s.RANK].to_numpy(dtype=np.int32)[idx],
+            s.RANK: take_ints(e[s.RANK], idx, -1).astype(np.int32, copy=False),
             s.SEQ: seq,
             DONE: done[idx],
             ROW: idx,
             **{c: _take_cat(e[c], idx) for c in COLUMNS},
-            s.STACK_ID: _masked(_take_int(e[s.STACK_ID], idx, -1).astype(np.int32), below=0),
+            s.STACK_ID: _masked(take_ints(e[s.STACK_ID], idx, -1).astype(np.int32, copy=False), below=0),
         },
         copy=False,  # every array is new here: no second copy into consolidated blocks
     )
@@ -110,7 +114,7 @@ def with_collective_ids(cells: pd.DataFrame, ids: np.ndarray | None = None) -> p
     """``cells`` with the COLLECTIVE column: ``ids`` where the caller found them already."""
     if ids is None:
         ids = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
-    cells[COLLECTIVE] = ids.astype(np.int32 if len(cells) < 2**31 else np.int64)
+    cells[COLLECTIVE] = ids.astype(np.int32 if len(cells) < 2**31 else np.int64, copy=False)
     return cells
 
 
@@ -125,6 +129,7 @@ def _shared_cells(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
     if len(np.unique(block_ranks)) != len(block_ranks):  # a rank's rows are split: count them all together
         return duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False), None
     pair = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
+    pair = pair.astype(np.int32 if len(pair) < 2**31 else np.int64)  # the COLLECTIVE column's width
     shared = np.zeros(len(pair), dtype=bool)
     for start, end in zip(starts.tolist(), ends.tolist()):
         mine = np.sort(pair[start:end])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 _KEY_LIMIT = 1 << 62
 
@@ -24,18 +25,33 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
         return values.codes, len(values.categories) + 1  # -1 is missing: the caller adds 1
     if column.dtype.kind in "iub" or str(column.dtype).startswith(("int", "uint", "bool")):
         missing = column.isna().to_numpy()
-        ints = column.to_numpy(dtype=np.int64, na_value=0)
+        ints = column.to_numpy(dtype=_int_width(column.dtype), na_value=0)
         if not (ints.flags.owndata and ints.flags.writeable):
             ints = ints.copy()  # a view of the frame's own data: never change it in place
         if len(ints) and not missing.all():
             present = ints[~missing] if missing.any() else ints
             low, high = int(present.min()), int(present.max())
+            if ints.dtype != np.int64 and high - low > np.iinfo(ints.dtype).max:
+                ints = ints.astype(np.int64)  # the shifted codes would not fit
             if high - low < _KEY_LIMIT:
                 ints -= low  # in place: a second full-length array would double the peak
                 ints[missing] = -1
                 return ints, high - low + 2
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     return codes, len(uniques) + 1
+
+
+def _int_width(dtype: object) -> type[np.signedinteger]:
+    """int32 for a column of 32 bits or fewer that int32 holds (its codes then take half
+    the bytes of int64: 23 MB less per column keyed at 4,096 ranks), else int64."""
+    if isinstance(dtype, pd.ArrowDtype):
+        arrow = dtype.pyarrow_dtype
+        bits = arrow.bit_width if pa.types.is_integer(arrow) or pa.types.is_boolean(arrow) else 64
+        signed = pa.types.is_signed_integer(arrow)
+    else:
+        kind, bits = getattr(dtype, "kind", "O"), getattr(dtype, "itemsize", 8) * 8
+        signed = kind == "i"
+    return np.int32 if bits <= 16 or (bits == 32 and signed) else np.int64
 
 
 def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] | None:
@@ -59,11 +75,24 @@ def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] 
 
 def _renumber(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     """The same partition with keys 0..k-1 for the k values present: keeps the span of
-    several columns' key near the number of distinct rows, not the product of ranges."""
+    several columns' key near the number of distinct rows, not the product of ranges.
+
+    ``key`` (the caller's own int64 array) is renumbered in place, a chunk at a time: a
+    second key-long array beside it and the span's table was the peak of building the
+    cells (4,096 ranks: three 47 MB arrays at once)."""
     present = np.zeros(span, dtype=bool)
     present[key] = True
-    number = np.cumsum(present, dtype=np.int64) - 1
-    return number[key], int(number[-1]) + 1
+    number = present.astype(np.int64)
+    del present
+    np.cumsum(number, out=number)  # in place: a cumsum that casts copies the whole input first
+    number -= 1
+    for start in range(0, len(key), _RENUMBER_CHUNK):
+        part = key[start : start + _RENUMBER_CHUNK]
+        part[:] = number[part]
+    return key, int(number[-1]) + 1
+
+
+_RENUMBER_CHUNK = 1 << 20
 
 
 def _small_span(key: np.ndarray, span: int) -> bool:
