@@ -8,7 +8,8 @@ Two measurements of one dump set, each on an empty tables cache (a cold run):
   the pipeline is wrapped, and for each the RSS it ends with and its own peak (the kernel's
   high-water mark, reset as the stage starts) are printed, with its time.
 
-    python -m benchmarks.memory_stages /tmp/s4096 [--only tree|stages]
+    python -m benchmarks.memory_stages /tmp/s4096 [--only tree|stages] [--repeat N]
+    python -m benchmarks.memory_stages /tmp/s4096 --only tree --checkout /tmp/before  # a worktree
 
 The parent's RSS is what the stages show; the workers' (the map step) adds to the tree's.
 """
@@ -91,11 +92,12 @@ def _empty_cache() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_tree(dump_dir: str) -> None:
-    """The command on an empty cache: peak RSS over its process tree, and its wall time."""
+def run_tree(dump_dir: str, checkout: Path = REPO_ROOT) -> None:
+    """The command on an empty cache: peak RSS over its process tree, and its wall time.
+    ``checkout``: the source tree whose ``analysis`` runs (another commit's worktree)."""
     with _empty_cache() as cache:
-        env = {**os.environ, "FLIGHTDECK_CACHE_DIR": cache, "PYTHONPATH": str(REPO_ROOT)}
-        run = run_measured(command(dump_dir), cwd=str(REPO_ROOT), env=env)
+        env = {**os.environ, "FLIGHTDECK_CACHE_DIR": cache, "PYTHONPATH": str(checkout)}
+        run = run_measured(command(dump_dir), cwd=str(checkout), env=env)
     print(
         f"tree: peak {run.peak_rss / GB:.2f} GB over the tree, {run.peak_rss_main / GB:.2f} GB the main process, "
         f"{run.processes} processes at most, {run.wall_s:.1f} s, exit {run.rc}"
@@ -138,11 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.memory_stages", description=__doc__.split("\n")[0])
     p.add_argument("dump_dir")
     p.add_argument("--only", choices=("tree", "stages"), help="one of the two measurements (default both)")
+    p.add_argument(
+        "--checkout",
+        type=Path,
+        default=REPO_ROOT,
+        help="with --only tree: the source tree to run (e.g. a git worktree of the commit before)",
+    )
+    p.add_argument("--repeat", type=int, default=1, help="runs of the tree measurement")
     args = p.parse_args(argv)
     if not Path(args.dump_dir).is_dir():
         p.error(f"no such folder: {args.dump_dir}")
     if args.only != "stages":
-        run_tree(args.dump_dir)
+        for _ in range(args.repeat):
+            run_tree(args.dump_dir, args.checkout.resolve())
     if args.only != "tree":
         run_stages(args.dump_dir)
     return 0

@@ -153,7 +153,7 @@ class TablesBuilder:
             if field.name in self._text:
                 columns[field.name] = self._text[field.name].finish()
             elif field.name == s.STACK_ID:
-                columns[field.name] = pa.chunked_array(stack_numbers, pa.int32()).combine_chunks()
+                columns[field.name] = _narrow_small(pa.chunked_array(stack_numbers, pa.int32()).combine_chunks())
                 stack_numbers.clear()
             elif field.name in _NARROWABLE:  # parts may come narrowed (merge_parts) or not
                 chunks = plain.pop(field.name)
@@ -164,6 +164,8 @@ class TablesBuilder:
                     columns[field.name] = _narrow(pa.chunked_array(wide, pa.int64()).combine_chunks())
             else:
                 columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
+                if field.name in _SMALL:
+                    columns[field.name] = _narrow_small(columns[field.name])
             # the parts' buffers of this column are free now (about its size): handed back in bulk
             freed += columns[field.name].nbytes
             if freed >= KEPT_FREE_BYTES:
@@ -181,6 +183,20 @@ class TablesBuilder:
 
 _NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
 """Ids written as 64-bit that real dumps keep far below 2**31: int32 when they fit."""
+
+
+_SMALL = (s.ENTRY_INDEX, s.PG_ID)
+"""Numbers that stay small in real dumps (a ring buffer's slot, a process-local group id),
+like the stack numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
+
+
+def _narrow_small(column: pa.Array) -> pa.Array:
+    """An int32 column as int16 when every value fits (nulls stay null), else as it is."""
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None or (-(2**15) <= low and high < 2**15):
+        return column.cast(pa.int16())
+    return column
 
 
 def _narrow(column: pa.Array) -> pa.Array:
