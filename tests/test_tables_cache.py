@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from locations import SAMPLE_DUMPS
 
@@ -53,12 +55,20 @@ def test_a_changed_file_is_read_again(dumps: Path, monkeypatch: pytest.MonkeyPat
     assert any(e.file == str(victim) for e in again.file_errors)
 
 
-def test_only_small_tables_are_cached_in_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
-    gb = 1 << 30
-    for available in (0, 16 * gb):  # whatever the memory: beside the analysis, large tables raise its peak
-        monkeypatch.setattr(load_module, "memory_available", lambda available=available: available)
-        assert load_module.cache_in_background(100 << 20)
-        assert not load_module.cache_in_background(1 * gb)
+def test_the_entries_written_from_the_frame_reopen_as_the_same_frame(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from analysis.tables.from_frame import arrow_view
+
+    frame = pd.DataFrame(
+        {
+            "n": pd.array([1, None, 3], dtype=pd.ArrowDtype(pa.int32())),
+            "text": pd.Categorical(["a", None, "b"], categories=["b", "a", "unused"]),
+        }
+    )
+    pq.write_table(arrow_view(frame), tmp_path / "t.parquet")
+    again = load_module._to_pandas(pq.read_table(tmp_path / "t.parquet"))
+    pd.testing.assert_frame_equal(again, frame, check_exact=True)
 
 
 def test_memory_available_reads_this_machine() -> None:

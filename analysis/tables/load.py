@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -51,14 +51,15 @@ def _to_pandas(table: pa.Table, keep_table: bool = False) -> pd.DataFrame:
     )
 
 
-def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = (), keep_tables: bool = False) -> DumpSet:
-    """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks."""
-    size = sum(t.nbytes for t in tables.values())  # before the conversion frees them
+def to_dumpset(tables: dict[str, pa.Table], errors: Sequence[FileError] = (), keep: Collection[str] = ()) -> DumpSet:
+    """Arrow tables -> the pandas view the analysis works on; stacks deduplicated across ranks.
+    Each table is freed as it converts, but those named in ``keep`` (another thread reads them)."""
+    size = sum(t.nbytes for name, t in tables.items() if name not in keep)  # before the conversion frees them
     frames = {
-        name: _to_pandas(tables[name], keep_tables) for name in ("entries", "stacks", "configs", "status", "files")
+        name: _to_pandas(tables[name], name in keep) for name in ("entries", "stacks", "configs", "status", "files")
     }
     dumps = DumpSet(**frames, file_errors=list(errors))
-    if not keep_tables and size >= KEPT_FREE_BYTES:
+    if size >= KEPT_FREE_BYTES:
         return_freed_memory()  # the tables' columns, freed as they were converted
     return dumps
 
@@ -247,15 +248,22 @@ def load(
     )
     errors = [*discover_errors, *read_errors]
     tables = builder.finish()
-    if key and cache_in_background(sum(t.nbytes for t in tables.values())):
-        # written on the other core while the analysis runs; the interpreter waits for it at exit
-        writer = threading.Thread(target=cache.write_cached, args=(key, tables, list(errors)), name="flightdeck-cache")
-        writer.start()
-        _CACHE_WRITERS[key] = writer
-        return to_dumpset(tables, errors, keep_tables=True)
-    if key:
-        cache.write_cached(key, tables, errors)
-    return to_dumpset(tables, errors)
+    if not key:
+        return to_dumpset(tables, errors)
+    # The cache is written on the other core while the analysis runs; the interpreter waits
+    # for it at exit. The entries are written from the pandas frame's own buffers, not from
+    # the Arrow table it was made from: kept alive for the writer, that table's text codes
+    # and the writer's buffers beside the analysis' temporaries raised the peak RSS at 4,096
+    # ranks from 1.07 (written first) to 1.33-1.49 GB; written first, the run took 1-2 s more.
+    from .from_frame import arrow_view  # imports pandas: by now imported (see background)
+
+    small = [name for name in tables if name != "entries"]
+    dumps = to_dumpset(tables, errors, keep=small)
+    written = {**{name: tables[name] for name in small}, "entries": arrow_view(dumps.entries)}
+    writer = threading.Thread(target=cache.write_cached, args=(key, written, list(errors)), name="flightdeck-cache")
+    writer.start()
+    _CACHE_WRITERS[key] = writer
+    return dumps
 
 
 def _import_pandas_and(meanwhile: Callable[[], object] | None) -> None:
@@ -297,19 +305,6 @@ def finish_cache_writes() -> None:
         _CACHE_WRITERS.pop(next(iter(_CACHE_WRITERS))).join()
 
 
-def cache_in_background(table_bytes: int) -> bool:
-    """Whether the tables' cache is written on a thread while the analysis runs.
-
-    That takes the write off the analysis' path, but keeps the tables alive beside the
-    pandas frames (which share the numeric columns with them, not the text codes) and
-    the writer's buffers beside the analysis' own temporaries: at 4,096 ranks (0.4 GB of
-    tables) the peak RSS was 1.33-1.49 GB written beside the analysis, 1.07 GB written
-    first (about 1 s more of a 12 s run). So only small tables are written beside it;
-    larger ones are written first and then handed over to pandas column by column.
-    """
-    return table_bytes <= _CACHE_IN_BACKGROUND_BYTES
-
-
 def memory_available() -> int:
     """The memory the kernel says is available (free plus reclaimable), or 0 where unknown."""
     try:
@@ -320,7 +315,3 @@ def memory_available() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
-
-
-_CACHE_IN_BACKGROUND_BYTES = 256 << 20
-"""Tables up to this size are cached in the background (1,024 ranks x 2,000 entries: 0.1 GB)."""
