@@ -58,11 +58,13 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     if seq.dtype.kind != "i":
         seq = cells[s.SEQ].to_numpy(dtype=np.int64)
     done = cells["done"].to_numpy(dtype=bool)
-    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-    hi, lo = np.full(n, small), np.full(n, big)
+    # in the seqs' own type: ufunc.at that casts its values takes the slow path (20x); every
+    # member has a cell, and a bound left unset is never read (see the counts below)
+    big, small = np.iinfo(seq.dtype).max, np.iinfo(seq.dtype).min
+    hi, lo = np.full(n, small, dtype=seq.dtype), np.full(n, big, dtype=seq.dtype)
     np.maximum.at(hi, member, seq)
     np.minimum.at(lo, member, seq)
-    pending_lo, done_hi = np.full(n, big), np.full(n, small)
+    pending_lo, done_hi = np.full(n, big, dtype=seq.dtype), np.full(n, small, dtype=seq.dtype)
     np.minimum.at(pending_lo, member[~done], seq[~done])
     np.maximum.at(done_hi, member[done], seq[done])
     n_done = np.bincount(member[done], minlength=n)
