@@ -3,7 +3,7 @@ what its waits need, the cheaper side of ``model/costs`` named, ties left undeci
 
 from __future__ import annotations
 
-from analysis.diagnosis.wait_explanation import CycleWait, wait_cause
+from analysis.diagnosis.wait_explanation import CycleWait, in_turn, wait_cause
 from analysis.model import costs
 
 SEND = ("pp", 36)
@@ -37,3 +37,13 @@ def test_waits_on_two_members_equal_costs_or_many_adders_decide_nothing():
     # (2 + 2.5 each way), undecided
     mixed = [CycleWait(0, 2, ("w", 9), False, False), CycleWait(0, 2, ("v", 4), False, True)]
     assert wait_cause([*mixed, CycleWait(2, 0, ALL_REDUCE, True, True)]) is None
+
+
+def test_a_rank_whose_records_put_the_call_it_is_waited_for_after_its_own_block_is_in_turn():
+    # rank 3 issued embedding and model-parallel collectives in turn, and is blocked in the
+    # embedding one: the model-parallel call a peer waits for it in comes next, a wait its
+    # block explains; a rank that issued two model-parallel ones in a row broke the turns
+    assert in_turn(["emb", "mp", "dp", "emb", "mp", "emb"], "emb", "mp")
+    assert not in_turn(["emb", "mp", "emb", "mp", "mp"], "mp", "emb")
+    assert not in_turn(["mp", "emb"], "emb", "mp")  # less than a round each way
+    assert not in_turn(["mp", "mp", "mp"], "mp", "world")  # the other family never issued

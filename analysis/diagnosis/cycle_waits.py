@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as s
+from ..model.records import newest_records
 from ..types import FailureClass
 from .analysis import Analysis
 from .count_explanation import CountEdit
@@ -18,7 +19,7 @@ from .cycle_records import CycleWaits
 from .desync import extra_finding
 from .edit_distance import SKIP
 from .findings import NEVER, Finding, Kind, Role
-from .wait_explanation import CycleWait, WaitCause, wait_cause
+from .wait_explanation import CycleWait, WaitCause, in_turn, wait_cause
 from .waitfor import WaitEdge, WaitReason
 
 FREE = (WaitReason.QUEUED, WaitReason.BEHIND)
@@ -30,18 +31,65 @@ NEEDS_AN_EDIT = (WaitReason.NOT_ISSUED, WaitReason.P2P_UNMATCHED)
 
 def explain_cycle_by_waits(a: Analysis, w: CycleWaits, view: CountView, comp: list[int]) -> list[Finding]:
     """The member of cycle ``comp`` its waits name (see :mod:`.wait_explanation`), as a finding,
-    where its counts show no edit against the ranks of its program: what it skipped or added
-    is then what the counts cannot see (a send/recv, the order of two calls); a rank whose
-    counts show one departed in its collectives, and its waits alone do not say how."""
+    where its counts show no edit against the ranks of its program but in the families of
+    these waits: what it skipped or added is then what the counts cannot see or tell apart
+    (a send/recv, the order of two calls); a rank whose counts show an edit elsewhere
+    departed there, and its waits alone do not say how."""
     inside = set(comp)
     edges = [e for r in comp for e in w.into.get(r, []) if e.waiter in inside]
     if any(e.reason not in FREE + NEEDS_AN_EDIT for e in edges):
         return []  # a wait on a rank without a dump or a record: not a question of edits
-    waits = [CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), e.reason in FREE, _program_call(a, e)) for e in edges]
+    turns = _turns(a, w, comp)
+    waits = [CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), _free(a, e, turns), _program_call(a, e)) for e in edges]
     cause = wait_cause(waits)
-    if cause is None or any(isinstance(view.departures([r])[r], CountEdit) for r in cause.ranks):
+    costly = [e for e, x in zip(edges, waits, strict=True) if not x.free]
+    if cause is None or any(_departs_elsewhere(a, w, view, r, costly) for r in cause.ranks):
         return []
-    return [_finding(a, w, cause, [e for e in edges if e.reason not in FREE])]
+    return [_finding(a, w, cause, costly)]
+
+
+def _departs_elsewhere(a: Analysis, w: CycleWaits, view: CountView, rank: int, costly: list[WaitEdge]) -> bool:
+    """Whether ``rank``'s counts show an edit that these waits do not: any edit of a rank
+    named for send/recvs it never posted (out of step in its collectives, it never got to
+    them), or one in a family other than those of the waits it is named by and of the
+    collective it is blocked in (it departed there, and these waits do not say how)."""
+    edit = view.departures([rank])[rank]
+    if not isinstance(edit, CountEdit):
+        return False
+    if any(e.reason == WaitReason.P2P_UNMATCHED and e.blocker == rank for e in costly):
+        return True
+    family = a.families.family_of
+    waits = {family.get(e.pg_key, e.pg_key) for e in costly if rank in (e.blocker, e.waiter)}
+    waits |= {family.get(b.pg_key, b.pg_key) for b in w.graph.blocked if b.rank == rank and not b.queued}
+    return not {f for f in (edit.fewer, edit.more) if f is not None} <= waits
+
+
+def _turns(a: Analysis, w: CycleWaits, comp: list[int]) -> dict[int, tuple[str, list[str]]]:
+    """Each member blocked in a collective: its family, and the families of its records up
+    to that call, oldest first."""
+    heads = {b.rank: b for b in w.graph.blocked if b.rank in comp and not b.queued and not b.is_p2p}
+    if not heads:
+        return {}
+    records = newest_records(a.dumps.entries, set(heads), a.groups.key_of, a.families.family_of, w.call_sites).table
+    found = {}
+    for rank, b in heads.items():
+        mine = records.loc[(records[s.RANK] == rank).to_numpy() & ~records[s.IS_P2P].to_numpy()]
+        at = mine.loc[((mine[s.PG_KEY] == b.pg_key) & (mine[s.SEQ] == b.seq)).to_numpy(), s.RECORD_ID]
+        if len(at):
+            upto = mine.loc[(mine[s.RECORD_ID] <= at.max()).to_numpy()].sort_values(s.RECORD_ID)
+            found[rank] = (a.families.family_of.get(b.pg_key, b.pg_key), upto["family"].tolist())
+    return found
+
+
+def _free(a: Analysis, e: WaitEdge, turns: dict[int, tuple[str, list[str]]]) -> bool:
+    """Whether the blocker's own block explains the wait: it issued the call behind its own
+    earlier one, or its records put the collective after the one it is blocked in."""
+    if e.reason in FREE:
+        return True
+    if e.reason != WaitReason.NOT_ISSUED or e.blocker not in turns:
+        return False
+    blocked_in, families = turns[e.blocker]
+    return in_turn(families, blocked_in, a.families.family_of.get(e.pg_key, e.pg_key))
 
 
 def _program_call(a: Analysis, e: WaitEdge) -> bool:

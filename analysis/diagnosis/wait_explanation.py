@@ -4,7 +4,10 @@ Where neither the records (:mod:`.explanation`) nor the counts (:mod:`.count_exp
 tell which member left its program, the waits of the cycle still weigh the sides. A wait
 on a member that issued the call, queued behind an earlier one of its own (``queued``) or
 still behind on it (``behind``), follows from that member's own block and costs nothing.
-Any other wait (a collective it never issued, a send/recv it never posted) needs an edit:
+So does a wait in a collective it has not issued where its own records put that call
+after the one it is blocked in: two families it issues in strict turn, the one it waits in
+its turn now (it is where its program puts it). Any other wait (a collective it never
+issued, a send/recv it never posted) needs an edit:
 the member waited on skipped the call, or the member waiting added it. Where every wait
 that needs one is on one member, the cheaper side of ``model/costs`` is the cause: that
 member's skips against the waiters' extras. An extra of a call the program issues (a
@@ -16,6 +19,7 @@ extra. Equal costs, or waits on more than one member, decide nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ..model import costs
 from .edit_distance import EXTRA, SKIP
@@ -64,3 +68,16 @@ def wait_cause(waits: list[CycleWait]) -> WaitCause | None:
     if extra < skip and len(waiters) == 1:
         return WaitCause(waiters, EXTRA, extra, skip)
     return None
+
+
+def in_turn(families: list[str], blocked_in: str, waited_in: str) -> bool:
+    """Whether a rank whose records hold calls of ``families`` (oldest first, up to the call
+    it is blocked in) issues the two families in strict turn, at least a round of each, so
+    that the call of ``waited_in`` it is waited for comes after the one it is blocked in."""
+    turns = [f for f in families if f in (blocked_in, waited_in)]
+    return (
+        blocked_in != waited_in
+        and len(turns) >= 3
+        and turns[-1] == blocked_in
+        and all(x != y for x, y in pairwise(turns))
+    )
