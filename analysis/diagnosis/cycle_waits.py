@@ -7,6 +7,8 @@ program issues, and the finding the cheaper side becomes.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import schema as s
@@ -40,7 +42,13 @@ def explain_cycle_by_waits(a: Analysis, w: CycleWaits, view: CountView, comp: li
     if any(e.reason not in FREE + NEEDS_AN_EDIT for e in edges):
         return []  # a wait on a rank without a dump or a record: not a question of edits
     turns = _turns(a, w, comp)
-    waits = [CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), _free(a, e, turns), _program_call(a, e)) for e in edges]
+    free = [_free(a, e, turns) for e in edges]
+    collective = [not f and e.reason == WaitReason.NOT_ISSUED for e, f in zip(edges, free, strict=True)]
+    program = _program_calls(a, {(e.pg_key, e.seq, e.waiter) for e, c in zip(edges, collective, strict=True) if c})
+    waits = [  # a send/recv is a call the program issues: its group numbers them, and posts others
+        CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), f, not c or program[(e.pg_key, e.seq, e.waiter)])
+        for e, f, c in zip(edges, free, collective, strict=True)
+    ]
     cause = wait_cause(waits)
     costly = [e for e, x in zip(edges, waits, strict=True) if not x.free]
     if cause is None or any(_departs_elsewhere(a, w, view, r, costly) for r in cause.ranks):
@@ -92,23 +100,31 @@ def _free(a: Analysis, e: WaitEdge, turns: dict[int, tuple[str, list[str]]]) -> 
     return in_turn(families, blocked_in, a.families.family_of.get(e.pg_key, e.pg_key))
 
 
-def _program_call(a: Analysis, e: WaitEdge) -> bool:
-    """Whether the call waited in is one the program issues: a send/recv (its group numbers
-    them, and posts others), or a collective not shown to be the waiter's own (its group's
-    records of earlier seqs include the same op, sizes and dtypes, or hold none)."""
-    if e.reason == WaitReason.P2P_UNMATCHED:
-        return True
+def _program_calls(a: Analysis, calls: set[tuple[str, int, int]]) -> dict[tuple[str, int, int], bool]:
+    """For each collective (group, seq, waiter) waited in: whether it is one the program
+    issues, not shown to be the waiter's own (its group's records of earlier seqs include
+    the same op, sizes and dtypes, or hold none, or the waiter's record is missing). One
+    pass over the cells per group."""
     c = a.cells
-    group = c.loc[(c[s.PG_KEY] == e.pg_key).to_numpy()]
     whole = [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]
-    mine = group.loc[(group[s.SEQ] == e.seq).to_numpy() & (group[s.RANK] == e.waiter).to_numpy(), whole]
-    earlier = group.loc[(group[s.SEQ] < e.seq).to_numpy(), whole]
-    if mine.empty or earlier.empty:
-        return True
-    same = np.ones(len(earlier), dtype=bool)
-    for col in whole:
-        same &= earlier[col].astype(str).to_numpy() == str(mine[col].iloc[0])
-    return bool(same.any())
+    found: dict[tuple[str, int, int], bool] = {}
+    for key in {k for k, _, _ in calls}:
+        group = c.loc[(c[s.PG_KEY] == key).to_numpy(), [s.SEQ, s.RANK, *whole]]
+        seqs, ranks = group[s.SEQ].to_numpy(), group[s.RANK].to_numpy()
+        texts = [group[col].astype(str).to_numpy() for col in whole]
+        for k, seq, waiter in calls:
+            if k != key:
+                continue
+            mine = np.flatnonzero((seqs == seq) & (ranks == waiter))
+            earlier = seqs < seq
+            if not len(mine) or not earlier.any():
+                found[(k, seq, waiter)] = True
+                continue
+            same = earlier.copy()
+            for col in texts:
+                same &= col == col[mine[0]]
+            found[(k, seq, waiter)] = bool(same.any())
+    return found
 
 
 def _finding(a: Analysis, w: CycleWaits, cause: WaitCause, costly: list[WaitEdge]) -> Finding:
@@ -117,17 +133,7 @@ def _finding(a: Analysis, w: CycleWaits, cause: WaitCause, costly: list[WaitEdge
     if cause.edit != SKIP:
         e = min((e for e in costly if e.waiter == rank), key=lambda e: e.seq)
         f = extra_finding(a, rank, e.pg_key, e.seq, e.op, w.created.get((e.pg_key, rank, e.seq), NEVER))
-        return Finding(
-            f.kind,
-            f.role,
-            f.ranks,
-            f.failure_class,
-            f.pg_key,
-            f.seq,
-            f.op,
-            since=f.since,
-            detail={**f.detail, **detail},
-        )
+        return replace(f, detail={**f.detail, **detail})
     collectives = [e for e in costly if e.reason == WaitReason.NOT_ISSUED]
     e = min(collectives or costly, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
     waiters = tuple(sorted({x.waiter for x in costly if (x.pg_key, x.seq) == (e.pg_key, e.seq)}))
