@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -249,7 +249,9 @@ def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
         text=True,
         start_new_session=True,
     )
-    time.sleep(4)  # it reads the newest snapshot, then waits for more
+    # it reads the newest snapshot, prints its line, then waits for more: interrupt it there
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    assert ready and proc.stdout.readline(), "the watch printed no snapshot"
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
