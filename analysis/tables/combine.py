@@ -190,21 +190,25 @@ _SMALL = (s.ENTRY_INDEX, s.PG_ID)
 like the stack numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
 
 
-def _narrow_small(column: pa.Array) -> pa.Array:
-    """An int32 column as int16 when every value fits (nulls stay null), else as it is."""
+def _narrow_to(column: pa.Array, narrow: pa.DataType) -> pa.Array:
+    """An integer column as the signed type ``narrow`` when every value fits (nulls stay
+    null), else as it is."""
     bounds = pc.min_max(column)
     low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    if low is None or (-(2**15) <= low and high < 2**15):
-        return column.cast(pa.int16())
+    limit = 2 ** (narrow.bit_width - 1)
+    if low is None or (-limit <= low and high < limit):
+        return column.cast(narrow)
     return column
+
+
+def _narrow_small(column: pa.Array) -> pa.Array:
+    """An int32 column as int16 when every value fits, else as it is."""
+    return _narrow_to(column, pa.int16())
 
 
 def _narrow(column: pa.Array) -> pa.Array:
-    bounds = pc.min_max(column)
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    if low is None or (-(2**31) <= low and high < 2**31):
-        return column.cast(pa.int32())
-    return column
+    """An int64 column as int32 when every value fits, else as it is."""
+    return _narrow_to(column, pa.int32())
 
 
 def return_freed_memory() -> None:
