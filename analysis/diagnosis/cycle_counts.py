@@ -29,6 +29,7 @@ class CountView:
         self.family_of = a.families.family_of
         self._after: dict[Pending, Point] = {}
         self._prepared: set[int] = set()
+        self._departure: dict[int, CountEdit | None | bool] = {}
 
     @functools.cached_property
     def points(self) -> dict[int, Point]:
@@ -49,11 +50,7 @@ class CountView:
     @functools.cached_property
     def heads(self) -> dict[int, list[Blocked]]:
         """Each rank's collectives and send/recvs it waits in (not queued behind one of its own)."""
-        heads: dict[int, list[Blocked]] = defaultdict(list)
-        for b in self.w.graph.blocked:
-            if not b.queued:
-                heads[b.rank].append(b)
-        return heads
+        return {r: [b for b in pending if not b.queued] for r, pending in self.pending.items()}
 
     @functools.cached_property
     def pending(self) -> dict[int, list[Blocked]]:
@@ -80,11 +77,15 @@ class CountView:
         return {f: n - after.get(f, 0) for f, n in mine.items()}
 
     def departures(self, comp: list[int]) -> dict[int, CountEdit | None | bool]:
-        """Each member's edit against the ranks of its program (see ``count_departure``)."""
-        places = {r: self.places(r) for r in comp}
-        self.prepare(set(comp) | {m for at in places.values() for ranks in at.values() for m in ranks})
+        """Each member's edit against the ranks of its program (see ``count_departure``), found
+        once per rank (the counts explain a cycle with them, the waits check their cause)."""
+        new = [r for r in comp if r not in self._departure]
+        places = {r: self.places(r) for r in new}
+        self.prepare(set(new) | {m for at in places.values() for ranks in at.values() for m in ranks})
         mates = self.mates
-        return {r: count_departure(r, self.points, places[r], mates.get(r, frozenset()), self.point_at) for r in comp}
+        for r in new:
+            self._departure[r] = count_departure(r, self.points, places[r], mates.get(r, frozenset()), self.point_at)
+        return {r: self._departure[r] for r in comp}
 
     @functools.cached_property
     def blocked_at(self) -> dict[Place, set[int]]:
