@@ -1,6 +1,6 @@
 """The case-by-case diff of this checkout's diagnosis against a git revision's.
 
-    python -m benchmarks.engine_diff [--base REV] [--jobs J] [--only SUBSTR] [--cases DIR ...] [--json FILE]
+    python -m benchmarks.engine_diff [--base REV] [--jobs J] [--only SUBSTR] [--cases DIR ...] [--json FILE] [--fresh]
 
 Every stored case (``tests/regressions``, ``tests/regressions_open``, the samples, the
 shared NVIDIA sets where present, and any ``--cases`` folder of generated cases holding a
@@ -99,6 +99,21 @@ def diagnose_all(checkout: Path, cases: list[Path], jobs: int, timeout_s: float)
     return out
 
 
+def base_results(rev: str, cases: list[Path], jobs: int, timeout_s: float, fresh: bool = False) -> dict[str, dict]:
+    """Each case's result by revision ``rev``: a commit's diagnosis never changes, so the
+    results are kept in the temporary folder by commit and only cases not seen there are
+    diagnosed (all of them with ``fresh``)."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", rev], capture_output=True, text=True, check=True)
+    kept = Path(tempfile.gettempdir()) / f"flightdeck-engine-diff-{sha.stdout.strip()}.json"
+    known: dict[str, dict] = {} if fresh or not kept.is_file() else json.loads(kept.read_text())
+    missing = [c for c in cases if str(c) not in known]
+    if missing:
+        with tempfile.TemporaryDirectory(prefix="flightdeck-base-") as tmp:
+            known.update(diagnose_all(checkout_of(rev, Path(tmp)), missing, jobs, timeout_s))
+        kept.write_text(json.dumps(known))
+    return {str(c): known[str(c)] for c in cases}
+
+
 def _line(case: str, base: dict[str, Any], mine: dict[str, Any]) -> str:
     def one(name: str, x: dict[str, Any]) -> str:
         grade = "" if "pass" not in x else (" PASS" if x["pass"] else " FAIL")
@@ -116,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=Path, action="append", default=[], help="a folder of generated cases")
     ap.add_argument("--json", type=Path, help="write every case's result here")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds each side may take (default 3600)")
+    ap.add_argument("--fresh", action="store_true", help="diagnose every case by the base again (see base_results)")
     args = ap.parse_args(argv)
     cases = [c.resolve() for c in stored_cases(args.cases) if args.only in str(c)]
-    with tempfile.TemporaryDirectory(prefix="flightdeck-base-") as tmp:
-        base = diagnose_all(checkout_of(args.base, Path(tmp)), cases, args.jobs, args.timeout)
+    base = base_results(args.base, cases, args.jobs, args.timeout, fresh=args.fresh)
     mine = diagnose_all(REPO, cases, args.jobs, args.timeout)
     differ = [str(c) for c in cases if base[str(c)] != mine[str(c)]]
     for c in differ:

@@ -243,7 +243,7 @@ def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [str(VENV_BIN / "flightdeck"), "watch", str(root), "--settle", "0.1"],
         cwd=tmp_path,
-        env=clean_env(),
+        env={**clean_env(), "PYTHONFAULTHANDLER": "1"},  # a hang below prints where each thread is
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -253,6 +253,17 @@ def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
     ready, _, _ = select.select([proc.stdout], [], [], 120)
     assert ready and proc.stdout.readline(), "the watch printed no snapshot"
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # the watch, or a process of its group holding its pipes
+        group = subprocess.run(
+            ["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True, check=False
+        )
+        exited = proc.poll()
+        if exited is None:
+            os.kill(proc.pid, signal.SIGABRT)
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"no end 60 s after Ctrl-C (watch exit: {exited}); its group:\n{group.stdout}\n{err[-8000:]}")
     assert proc.returncode == 130
     assert "Traceback" not in err and "stopped" in err

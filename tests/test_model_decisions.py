@@ -236,3 +236,43 @@ def test_two_sizes_that_both_move_something_stay_tied() -> None:
     rows = [{"pg_key": "1", "rank": r, "seq": 5, "sizes": size} for r, size in ((0, "[[2]]"), (1, "[[1]]"))]
     (m,) = model_mismatches(make_cells(rows), program_families(make_cells(rows), {"1": "mp"}))
     assert not m.decisive
+
+
+def _pair_and_siblings(pair: dict[int, list[str]], siblings_at: int) -> list[dict]:
+    """Only-active cells: group "1" a pair (ranks 0 and 1) whose calls from seq 17 on are
+    ``pair[rank]``; group "2" (ranks 2 and 3, the same program) holds one ``all_reduce``
+    pending at ``siblings_at``."""
+    rows = [
+        {"pg_key": "1", "rank": r, "seq": 17 + i, "op": op, "call_site": f"train.py:{op} in step"}
+        for r, ops in pair.items()
+        for i, op in enumerate(ops)
+    ]
+    rows += [{"pg_key": "2", "rank": r, "seq": siblings_at, "call_site": "train.py:all_reduce in step"} for r in (2, 3)]
+    return rows
+
+
+def test_a_pair_one_call_apart_is_decided_by_where_its_siblings_stand() -> None:
+    """Rank 1 issued at 17 the all_reduce rank 0 issued at 18, after an all_to_all rank 1 never
+    issued: a skip by rank 1 or an extra by rank 0 cost alike. The sibling group stands at 18
+    as rank 0 does: rank 1 is one short, it skipped."""
+    rows = _pair_and_siblings({0: ["all_to_all", "all_reduce"], 1: ["all_reduce"]}, siblings_at=18)
+    cells = make_cells(rows)
+    (m,) = model_mismatches(cells, program_families(cells, {"1": "ep", "2": "ep"}))
+    assert (m.odd_ranks, m.failure_class, m.decided_by, m.shift) == ((1,), FailureClass.DESYNC, "pair_counts", 1)
+
+
+def test_the_side_one_call_over_where_its_siblings_stand_added_it() -> None:
+    rows = _pair_and_siblings({0: ["broadcast", "all_reduce"], 1: ["all_reduce"]}, siblings_at=17)
+    cells = make_cells(rows)
+    (m,) = model_mismatches(cells, program_families(cells, {"1": "ep", "2": "ep"}))
+    assert (m.odd_ranks, m.failure_class) == ((0,), FailureClass.DESYNC)
+
+
+def test_siblings_standing_with_neither_side_decide_nothing() -> None:
+    """The sibling group stands at 19, where neither rank of the pair does: the counts do not
+    single one out, and the pair stays undecided."""
+    rows = _pair_and_siblings({0: ["all_to_all", "all_reduce"], 1: ["all_reduce"]}, siblings_at=19)
+    cells = make_cells(rows)
+    found = model_mismatches(cells, program_families(cells, {"1": "ep", "2": "ep"}))
+    assert all(m.decided_by != "pair_counts" for m in found)
+    assert not any(m.odd_ranks == (1,) and m.decisive for m in found)

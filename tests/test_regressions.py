@@ -67,17 +67,6 @@ def test_open_miss_is_still_missed(case: Path) -> None:
     test_regression_is_diagnosed(case)
 
 
-def test_ranks_that_each_added_one_the_other_never_issued_are_possible() -> None:
-    """gloo, 2 ranks, only active entries: rank 0 skipped a tensor-parallel all_reduce and went
-    on to an expert all_to_all; rank 1 waits in the all_reduce. Each holds one collective the
-    other never issued, and nothing in the dumps says whose program is right: both are
-    possible, neither a suspect (naming both would name one innocent rank for sure)."""
-    report = analysis.analyze(Path(__file__).parent / "regressions_open" / "skip_collective-30576", use_cache=False)
-    report = report.to_dict()
-    assert report["suspect_ranks"] == []
-    assert {p["rank"] for p in report["possible_ranks"]} == {0, 1}
-
-
 def test_ranks_held_in_an_undecided_tie_are_not_named_for_what_follows() -> None:
     """NCCL, a 2-rank data-parallel group at a 30-entry buffer: broadcast against all_reduce,
     and nothing decides which is right. Both ranks wait in it, so their tensor-parallel peers

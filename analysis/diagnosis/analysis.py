@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import schema as s
 from ..model.cells import build_cells, queue_heads
+from ..model.counts import count_mates
 from ..model.errored import reopen_errored
 from ..model.families import Families, program_families
 from ..model.groups import GroupIndex, build_groups
@@ -17,6 +18,7 @@ from ..model.progress import Progress, compute_progress
 from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
+from .alignment import Counts
 from .exchange import Imbalance, find_imbalances
 from .level_counts import LevelCounts
 from .mismatch import Mismatch
@@ -71,7 +73,9 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     levels = LevelCounts(
         index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
     )
-    mismatches = model_mismatches(cells, families)
+    issued = {m: p.enqueued for m, p in progress.items() if p.enqueued is not None and p.enqueued >= 0}
+    mates = count_mates(index.groups.values(), families.family_of, levels.recorded_stage)
+    mismatches = model_mismatches(cells, families, Counts(issued, families.family_of, mates))
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)

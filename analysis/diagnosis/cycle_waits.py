@@ -7,7 +7,7 @@ program issues, and the finding the cheaper side becomes.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from .cycle_records import CycleWaits
 from .desync import extra_finding
 from .edit_distance import SKIP
 from .findings import NEVER, Finding, Kind, Role
-from .wait_explanation import CycleWait, WaitCause, in_turn, wait_cause
+from .wait_explanation import CycleWait, WaitCause, in_routine, in_turn, out_of_turn, strict, wait_cause
 from .waitfor import WaitEdge, WaitReason
 
 FREE = (WaitReason.QUEUED, WaitReason.BEHIND)
@@ -41,29 +41,36 @@ def explain_cycle_by_waits(a: Analysis, w: CycleWaits, view: CountView, comp: li
     edges = [e for r in comp for e in w.into.get(r, []) if e.waiter in inside]
     if any(e.reason not in FREE + NEEDS_AN_EDIT for e in edges):
         return []  # a wait on a rank without a dump or a record: not a question of edits
-    turns = _turns(a, w, comp)
-    free = [_free(a, e, turns) for e in edges]
+    blocks = _blocks(a, w, comp)
+    own = _own_calls(blocks)
+    free = [_free(a, e, blocks) for e in edges]
     collective = [not f and e.reason == WaitReason.NOT_ISSUED for e, f in zip(edges, free, strict=True)]
     program = _program_calls(a, {(e.pg_key, e.seq, e.waiter) for e, c in zip(edges, collective, strict=True) if c})
+    program |= {(e.pg_key, e.seq, e.waiter): False for e in edges if own.get(e.waiter) == (e.pg_key, e.seq)}
     waits = [  # a send/recv is a call the program issues: its group numbers them, and posts others
         CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), f, not c or program[(e.pg_key, e.seq, e.waiter)])
         for e, f, c in zip(edges, free, collective, strict=True)
     ]
-    cause = wait_cause(waits)
+    cause = wait_cause(waits, own)
     costly = [e for e, x in zip(edges, waits, strict=True) if not x.free]
-    if cause is None or any(_departs_elsewhere(a, w, view, r, costly) for r in cause.ranks):
+    if cause is None or any(_departs_elsewhere(a, w, view, r, costly, own.get(r)) for r in cause.ranks):
         return []
-    return [_finding(a, w, cause, costly)]
+    return [_finding(a, w, cause, costly, own)]
 
 
-def _departs_elsewhere(a: Analysis, w: CycleWaits, view: CountView, rank: int, costly: list[WaitEdge]) -> bool:
-    """Whether ``rank``'s counts show an edit that these waits do not: any edit of a rank
-    named for send/recvs it never posted (out of step in its collectives, it never got to
-    them), or one in a family other than those of the waits it is named by and of the
+def _departs_elsewhere(
+    a: Analysis, w: CycleWaits, view: CountView, rank: int, costly: list[WaitEdge], own: tuple[str, int] | None
+) -> bool:
+    """Whether ``rank``'s counts show an edit that these waits do not: for a rank blocked in
+    a call of its own (``own``), any edit but one more of that call's family; any edit of a
+    rank named for send/recvs it never posted (out of step in its collectives, it never got
+    to them), or one in a family other than those of the waits it is named by and of the
     collective it is blocked in (it departed there, and these waits do not say how)."""
     edit = view.departures([rank])[rank]
     if not isinstance(edit, CountEdit):
         return False
+    if own is not None:
+        return edit.more != a.families.family_of.get(own[0], own[0])
     if any(e.reason == WaitReason.P2P_UNMATCHED and e.blocker == rank for e in costly):
         return True
     family = a.families.family_of
@@ -72,9 +79,36 @@ def _departs_elsewhere(a: Analysis, w: CycleWaits, view: CountView, rank: int, c
     return not {f for f in (edit.fewer, edit.more) if f is not None} <= waits
 
 
-def _turns(a: Analysis, w: CycleWaits, comp: list[int]) -> dict[int, tuple[str, list[str]]]:
-    """Each member blocked in a collective: its family, and the families of its records up
-    to that call, oldest first."""
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A member blocked in a collective, and its records up to that call, oldest first."""
+
+    family: str
+    call: tuple[str, int]
+    """(group, seq) of the call it is blocked in."""
+    families: list[str]
+    tokens: list[int]
+    """The whole call of each record (``model.records``: equal where the call is)."""
+
+
+def _own_calls(blocks: dict[int, Block]) -> dict[int, tuple[str, int]]:
+    """The members blocked in a call of their own: one that breaks two families' strict
+    turns in their records (see ``out_of_turn``), turns every other member that issued both
+    keeps (one at least): member -> the (group, seq) it is blocked in."""
+    found = {}
+    for rank, b in blocks.items():
+        pair = out_of_turn(b.families)
+        if pair is None:
+            continue
+        others = [[f for f in o.families if f in pair] for r, o in blocks.items() if r != rank]
+        others = [x for x in others if set(x) == set(pair)]
+        if others and all(strict(x) for x in others):
+            found[rank] = b.call
+    return found
+
+
+def _blocks(a: Analysis, w: CycleWaits, comp: list[int]) -> dict[int, Block]:
+    """Each member blocked in a collective, with its records up to that call."""
     heads = {b.rank: b for b in w.graph.blocked if b.rank in comp and not b.queued and not b.is_p2p}
     if not heads:
         return {}
@@ -85,19 +119,21 @@ def _turns(a: Analysis, w: CycleWaits, comp: list[int]) -> dict[int, tuple[str, 
         at = mine.loc[((mine[s.PG_KEY] == b.pg_key) & (mine[s.SEQ] == b.seq)).to_numpy(), s.RECORD_ID]
         if len(at):
             upto = mine.loc[(mine[s.RECORD_ID] <= at.max()).to_numpy()].sort_values(s.RECORD_ID)
-            found[rank] = (a.families.family_of.get(b.pg_key, b.pg_key), upto["family"].tolist())
+            family = a.families.family_of.get(b.pg_key, b.pg_key)
+            found[rank] = Block(family, (b.pg_key, b.seq), upto["family"].tolist(), upto["token"].tolist())
     return found
 
 
-def _free(a: Analysis, e: WaitEdge, turns: dict[int, tuple[str, list[str]]]) -> bool:
+def _free(a: Analysis, e: WaitEdge, blocks: dict[int, Block]) -> bool:
     """Whether the blocker's own block explains the wait: it issued the call behind its own
-    earlier one, or its records put the collective after the one it is blocked in."""
+    earlier one, or its records put the collective after the one it is blocked in, or its
+    block where its routine puts it (see :mod:`.wait_explanation`)."""
     if e.reason in FREE:
         return True
-    if e.reason != WaitReason.NOT_ISSUED or e.blocker not in turns:
+    if e.reason != WaitReason.NOT_ISSUED or e.blocker not in blocks:
         return False
-    blocked_in, families = turns[e.blocker]
-    return in_turn(families, blocked_in, a.families.family_of.get(e.pg_key, e.pg_key))
+    b = blocks[e.blocker]
+    return in_turn(b.families, b.family, a.families.family_of.get(e.pg_key, e.pg_key)) or in_routine(b.tokens)
 
 
 def _program_calls(a: Analysis, calls: set[tuple[str, int, int]]) -> dict[tuple[str, int, int], bool]:
@@ -127,17 +163,26 @@ def _program_calls(a: Analysis, calls: set[tuple[str, int, int]]) -> dict[tuple[
     return found
 
 
-def _finding(a: Analysis, w: CycleWaits, cause: WaitCause, costly: list[WaitEdge]) -> Finding:
+def _finding(
+    a: Analysis, w: CycleWaits, cause: WaitCause, costly: list[WaitEdge], own: dict[int, tuple[str, int]]
+) -> Finding:
     (rank,) = cause.ranks
     detail = {"edit": cause.edit, "cost": cause.cost, "other_side": cause.against}
     if cause.edit != SKIP:
-        e = min((e for e in costly if e.waiter == rank), key=lambda e: e.seq)
-        f = extra_finding(a, rank, e.pg_key, e.seq, e.op, w.created.get((e.pg_key, rank, e.seq), NEVER))
+        if rank in own:
+            key, seq = own[rank]
+            op = next((b.op for b in w.graph.blocked if (b.rank, b.pg_key, b.seq) == (rank, key, seq)), None)
+            detail["turns"] = True
+        else:
+            e = min((e for e in costly if e.waiter == rank), key=lambda e: e.seq)
+            key, seq, op = e.pg_key, e.seq, e.op
+        f = extra_finding(a, rank, key, seq, op, w.created.get((key, rank, seq), NEVER))
         return replace(f, detail={**f.detail, **detail})
-    collectives = [e for e in costly if e.reason == WaitReason.NOT_ISSUED]
-    e = min(collectives or costly, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
-    waiters = tuple(sorted({x.waiter for x in costly if (x.pg_key, x.seq) == (e.pg_key, e.seq)}))
-    since = min((w.created.get((x.pg_key, x.waiter, x.seq), NEVER) for x in costly), default=NEVER)
+    on = [e for e in costly if e.blocker == rank]  # its own waits follow from the skip
+    collectives = [e for e in on if e.reason == WaitReason.NOT_ISSUED]
+    e = min(collectives or on, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq))
+    waiters = tuple(sorted({x.waiter for x in on if (x.pg_key, x.seq) == (e.pg_key, e.seq)}))
+    since = min((w.created.get((x.pg_key, x.waiter, x.seq), NEVER) for x in on), default=NEVER)
     if collectives:  # it went past a collective its peers wait for it in
         return Finding(
             Kind.WENT_PAST, Role.SUSPECT, (rank,), FailureClass.DESYNC, e.pg_key, e.seq, e.op, waiters, since, detail

@@ -17,7 +17,7 @@ from ..model.callsites import job_call_sites
 from ..model.cells import created_ns
 from ..model.groups import ProcessGroup
 from ..model.order import ProgramOrder, Token
-from ..model.routine import Departure, Routine, within_step
+from ..model.routine import Routine, within_step
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import behind_stuck_peers, held_pipeline_peers, left_behind
@@ -27,11 +27,9 @@ from .cycle_counts import CountView, explain_cycle_by_counts
 from .cycle_records import CycleWaits, explain_cycle
 from .cycle_waits import explain_cycle_by_waits
 from .dead import dead_findings
-from .desync import departed_finding, extra_finding
+from .desync import extra_finding
 from .findings import NEVER, Finding, Kind, Role
-from .minority import cycle_minority
-from .routines import SAME_PROGRAM_SAMPLE, Routines
-from .turns import left_the_turns
+from .routines import Routines
 from .waitfor import Blocked, WaitEdge, WaitGraph, WaitReason, root_components
 from .whole_call import call_text, known_site
 
@@ -268,40 +266,6 @@ def _waited_on(w: _Waits, rank: int, comp: list[int]) -> Finding | None:
     return Finding(kind, Role.SUSPECT, (rank,), cls, e0.pg_key, e0.seq, e0.op, waiters, since, detail)
 
 
-def _departed(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Finding]:
-    """Members of a cycle that left their routine where no other member, nor a rank of their
-    program, did (see :mod:`.routines`): they added or skipped a collective."""
-    if len(comp) < 2:
-        return []
-    odd = {
-        r: ds[0]
-        for r in comp
-        if (ds := [d for d in w.routines.own_departures(r, comp) if not _departed_alike(w, r, d)])
-    }
-    if not odd or len(odd) == len(comp):
-        return []
-    return [
-        departed_finding(
-            r,
-            d,
-            w.created.get((d.pg_key, r, d.seq), NEVER),
-            shared=order.issuers(order.token(d.pg_key, d.seq)) != {r},
-        )
-        for r, d in sorted(odd.items())
-    ]
-
-
-def _departed_alike(w: _Waits, rank: int, d: Departure) -> bool:
-    """Other members of the group, whatever their program, left their routines for the same
-    collective ``rank`` departed to: the job issues it there (a first checkpoint barrier,
-    say), not ``rank`` on its own."""
-    members = [r for r in w.a.groups.groups[d.pg_key].ranks if r != rank]
-    issued = [r for r in members if (p := w.a.progress.get((d.pg_key, r))) and (p.enqueued or -1) >= d.seq]
-    return any(
-        (o.pg_key, o.seq) == (d.pg_key, d.seq) for r in issued[:SAME_PROGRAM_SAMPLE] for o in w.routines.departures(r)
-    )
-
-
 def _unexplained(w: _Waits, comp: list[int]) -> dict[int, list[WaitEdge]]:
     """Members of a cycle held up by waits their own block does not explain, with those waits.
 
@@ -453,36 +417,6 @@ def _held_by_stall(w: _Waits, rank: int) -> bool:
     return bool(heads) and all((b.pg_key, b.seq) in w.graph.stalled for b in heads)
 
 
-def _left_the_turns(w: _Waits, order: ProgramOrder, comp: list[int]) -> list[Finding]:
-    """Findings for the members of ``comp`` that broke the turns of two families (see
-    :mod:`.turns`), at the collective each is blocked in."""
-    quiet = {order.token(k, 0)[0] for k, g in w.a.groups.groups.items() if g.has_p2p}
-    family_of = w.a.families.family_of
-
-    def issuers(rank: int, pair: tuple[str, str]) -> set[int]:
-        """The members of ``rank``'s groups of the two families."""
-        groups = w.a.levels.groups_of.get(rank, [])
-        return {m for g in groups if family_of.get(g.key, g.key) in pair for m in g.ranks}
-
-    found = []
-    for r, (doubled, skipped) in sorted(left_the_turns(order, comp, issuers, quiet).items()):
-        b = next((b for b in w.graph.blocked if b.rank == r and not b.is_p2p), None)
-        if b is None:
-            return []
-        d = Departure(b.pg_key, b.seq, (doubled, b.op or "", "", ""), (skipped, _last_op(w, r, skipped), "", ""))
-        f = departed_finding(r, d, since=w.created.get((b.pg_key, r, b.seq), NEVER))
-        found.append(replace(f, detail={**f.detail, "turns": True}))
-    return found
-
-
-def _last_op(w: _Waits, rank: int, family: str) -> str:
-    """The op of ``rank``'s newest collective of ``family``."""
-    c = w.a.cells
-    keys = [k for k, f in w.a.families.family_of.items() if f == family]
-    hit = c.loc[(c[s.RANK] == rank).to_numpy() & c[s.PG_KEY].isin(keys).to_numpy()].sort_values(s.SEQ)
-    return str(hit[s.OP].iloc[-1]) if len(hit) else "collective"
-
-
 def _went_past_each(w: _Waits, order: ProgramOrder, ranks: set[int]) -> list[Finding]:
     """Each of ``ranks`` skipped a collective its peers wait in (where program order shows
     where it went), else went past the earliest one they wait for it in."""
@@ -497,9 +431,6 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     if by_records:  # records that depart from those of their program's ranks
         return by_records, []
     causes = _unexplained(w, comp) if len(comp) > 1 else {}
-    odd = cycle_minority(w.graph, comp, w.a.levels.offset) if len(comp) > 1 else set()
-    if odd and odd != set(causes):  # out of step with their groups at every point: the simpler account
-        return _went_past_each(w, order, odd), []
     off = {r: found for r in comp if (found := w.a.levels.off_program(r))} if len(comp) <= MAX_COUNTED else {}
     off = {r: found for r, found in off.items() if not w.a.levels.program_mates(r, set(off))}  # off each other
     if off and (len(off) < len(comp) or len(comp) == 1):  # ahead in one group, behind in another
@@ -507,17 +438,12 @@ def _component(w: _Waits, order: ProgramOrder, comp: list[int]) -> tuple[list[Fi
     placed = {r: f for r in comp if (f := _out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
     if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
         return list(placed.values()), []
-    turns = _left_the_turns(w, order, comp) if 1 < len(comp) <= MAX_COUNTED else []
-    if len(turns) == 1:  # the one member that issued two of a family it issues in turn with another
-        return turns, []
     if causes and len(causes) < len(comp):
         found = {r: _went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not _held_by_divergent(r, causes, found)], []
-    # who diverged: the routine decides where it can; how: a skip or an extra where program order shows it
-    departed = _departed(w, order, comp)
-    candidates = [d.rank for d in departed] or [r for r in comp if r not in w.graph.stragglers]
-    how = {r: f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))}
-    diverged = [how.get(d.rank, d) for d in departed] or list(how.values())
+    # how each member diverged: a skip or an extra where program order shows it
+    candidates = [r for r in comp if r not in w.graph.stragglers]
+    diverged = [f for r in candidates if (f := _skipped(w, order, r) or _extra(w, order, r))]
     if len(comp) > 1 and len(diverged) == len(comp) and all(f.kind == Kind.EXTRA for f in diverged):
         own = [f for f in diverged if not _issued_before(w, f)]
         if own and len(own) < len(diverged):  # the others hold a call the program issued before

@@ -33,8 +33,10 @@ class Mismatch:
     decided_by: str
     """What chose the program's call: ``program`` (the other ranks at this point of the
     program), ``history`` (the same point of other steps), ``usual`` (the call the role
-    issues elsewhere), ``shift`` / ``off_by_one`` (the other rank of a pair), ``counts``
-    (level peers' counts, for a collective stuck on every member), ``tie`` (nothing)."""
+    issues elsewhere), ``shift`` / ``off_by_one`` (the other rank of a pair),
+    ``pair_counts`` (of a pair equally far from each other, the rank off the count a group
+    of their program stands at), ``counts`` (level peers' counts, for a collective stuck on
+    every member), ``tie`` (nothing)."""
     shift: int = 0
     """+1: the odd ranks issued here what the others issue at the next seq (they skipped one);
     -1: they issue next what the others issued here (they added one); 0: neither."""

@@ -19,13 +19,18 @@ from ..model.families import Families, call_codes, description_codes
 from ..model.program import TOKEN, consensus_program
 from ..model.roles import group_roles
 from ..tables.rowkeys import first_rows
-from .alignment import Alignment, align
+from .alignment import Alignment, Counts, align
 from .departures import departures
 from .mismatch import Mismatch
 
 
-def model_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
-    """Every rank's departure from its role's program, as mismatches (see ``departures``)."""
+def model_mismatches(
+    cells: pd.DataFrame,
+    families: Families,
+    counts: Counts | None = None,
+) -> list[Mismatch]:
+    """Every rank's departure from its role's program, as mismatches (see ``departures``);
+    ``counts``: how many calls each rank issued in each group, where the dumps keep it."""
     cells = sites_where_all_have_them(cells, families)
     tokens = call_codes(cells, TOKEN)
     keep = descriptions_that_split(cells, tokens, families)
@@ -35,11 +40,11 @@ def model_mismatches(cells: pd.DataFrame, families: Families) -> list[Mismatch]:
         cells, tokens = cells.loc[keep].reset_index(drop=True), tokens[keep]
     roles = group_roles(cells, families, tokens)
     described = families.description_of
-    alignment = align(cells, roles, consensus_program(cells, roles, described, tokens), described, tokens)
+    alignment = align(cells, roles, consensus_program(cells, roles, described, tokens), described, tokens, counts)
     apart = groups_apart(alignment, cells)
     if apart:
         roles = {**roles, **{k: f"{roles.get(k, k)}@{k}" for k in apart}}
-        alignment = align(cells, roles, consensus_program(cells, roles, described, tokens), described, tokens)
+        alignment = align(cells, roles, consensus_program(cells, roles, described, tokens), described, tokens, counts)
     return departures(alignment, cells)
 
 

@@ -21,29 +21,46 @@ import pandas as pd
 
 from .. import schema as s
 from ..model import costs
-from .edit_distance import SUBSTITUTE
+from .edit_distance import EXTRA, SKIP, SUBSTITUTE
 from .edits import Edit
 
 Fit = Callable[[list[int], list[int]], tuple[Edit | None, float]]
 """(the rows of one rank, the rows of the other as the program) -> the first edit of the
 cheapest alignment of the one to the other, and its cost."""
 
+PairCounts = Callable[[str, list[int]], dict[int, int] | None]
+"""(group, its two ranks) -> each rank's count of calls in the group less that of the one
+of the two whose count another group of their program holds too (0 for that one); None
+where the counts do not single one out (both or neither held elsewhere, or unknown)."""
+
+COUNT_CHANGE = {SKIP: -1, EXTRA: 1}
+"""What an edit does to a rank's count of calls in the group."""
+
 
 def settle_pairs(
-    edits: list[Edit], ties: list[tuple[str, int]], even: set[tuple[str, int]], cells: pd.DataFrame, fit: Fit
+    edits: list[Edit],
+    ties: list[tuple[str, int]],
+    even: set[tuple[str, int]],
+    cells: pd.DataFrame,
+    fit: Fit,
+    pair_counts: PairCounts,
 ) -> tuple[list[Edit], list[tuple[str, int]]]:
     """``edits`` and ``ties`` with each pair's replaced by the two ranks' alignment to each
     other, where both its ranks depart, or its first departure is at a position the ranks
     split evenly on (``even``: only the weaker weights of ``call_support`` chose), or its
-    first position is tied. Groups that are not pairs there keep theirs; so does a pair the
-    alignment leaves even where only one rank departed (the weaker weights stand)."""
+    first position is tied, or its two ranks are off each other's count (``_apart``). Groups
+    that are not pairs there keep theirs; so does a pair the alignment leaves even where only
+    one rank departed (the weaker weights, or the position's consensus, stand)."""
     ranks: dict[str, set[int]] = defaultdict(set)
     first: dict[str, int] = {}
     for e in edits:
         ranks[e.pg_key].add(e.rank)
         first[e.pg_key] = min(first.get(e.pg_key, e.seq), e.seq)
     tied = dict(ties)
-    settle = {k: q for k, q in first.items() if len(ranks[k]) == 2 or (k, q) in even} | tied
+    settle = {
+        k: q for k, q in first.items() if len(ranks[k]) == 2 or (k, q) in even or _apart(k, q, cells, pair_counts)
+    }
+    settle |= tied
     kept = [e for e in edits if e.pg_key not in settle]
     left = [t for t in ties if t[0] not in settle]
     for key, q0 in settle.items():
@@ -53,7 +70,7 @@ def settle_pairs(
             kept += [e for e in edits if e.pg_key == key]
             left += [t for t in ties if t[0] == key]
             continue
-        decided = _decide(histories, fit)
+        decided = _decide(histories, fit, pair_counts(key, list(histories)))
         if decided is not None:
             kept.append(decided)
         elif key in tied or len(ranks[key]) == 2:
@@ -61,6 +78,14 @@ def settle_pairs(
         else:  # the weaker weights chose, and the pair's alignment does not say otherwise
             kept += [e for e in edits if e.pg_key == key]
     return kept, left
+
+
+def _apart(key: str, q0: int, cells: pd.DataFrame, pair_counts: PairCounts) -> bool:
+    """Whether the group is a pair there one of whose ranks is off the other's count, the
+    other where another group of their program stands: one of the two skipped or added a
+    call, which a position's consensus alone may put on the wrong side."""
+    histories = _histories(key, q0, cells)
+    return histories is not None and pair_counts(key, list(histories)) is not None
 
 
 def _histories(key: str, q0: int, cells: pd.DataFrame) -> dict[int, list[int]] | None:
@@ -77,11 +102,21 @@ def _histories(key: str, q0: int, cells: pd.DataFrame) -> dict[int, list[int]] |
     return {r: v[: costs.HORIZON] for r, v in out.items()}
 
 
-def _decide(histories: dict[int, list[int]], fit: Fit) -> Edit | None:
+def _decide(histories: dict[int, list[int]], fit: Fit, offs: dict[int, int] | None) -> Edit | None:
     """The edit of the rank that departed, or None where neither fits the other better."""
     (_, a), (_, b) = histories.items()
     b_to_a, a_to_b = fit(b, a), fit(a, b)
     if b_to_a[1] == a_to_b[1]:
-        return None
+        edit = _by_count([b_to_a[0], a_to_b[0]], offs)
+        return None if edit is None else replace(edit, decided_by="pair_counts")
     edit = b_to_a[0] if b_to_a[1] < a_to_b[1] else a_to_b[0]
     return None if edit is None else replace(edit, decided_by="shift" if edit.kind == SUBSTITUTE else "off_by_one")
+
+
+def _by_count(edits: list[Edit | None], offs: dict[int, int] | None) -> Edit | None:
+    """Of two equally cheap edits, one for each rank of a pair, the one whose rank is off the
+    other's count by what the edit does to it (see ``PairCounts``)."""
+    if offs is None:
+        return None
+    fits = [e for e in edits if e is not None and offs.get(e.rank, 0) == COUNT_CHANGE.get(e.kind, 0) != 0]
+    return fits[0] if len(fits) == 1 else None

@@ -39,8 +39,9 @@ collectives of one group."""
 PERIOD_AGREEMENT = 0.95
 """The share of positions one period apart whose calls must agree for the history to
 repeat with that period (a wrong call or two in a long history do not break it)."""
-MIN_REPEATS = 2
-"""A period must be seen at least this many times over in the family's history."""
+MIN_REPEATS = 3
+"""A period must be seen at least this many times over in the family's history: two calls
+alike in a row (the only pending entries of a pair, say) are no step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,9 @@ class Program:
     calls: pd.DataFrame
     """family, seq, op, input sizes, input dtypes, call site (the consensus call), token,
     row, support, seen, weak (fewer than half as many cells seen as at the family's
-    best-seen position: past the frontier most ranks reached), phase (seq mod the family's period; the seq where it has none),
+    best-seen position, and after it: past the frontier most ranks reached; behind it, in
+    dumps of only the pending entries, the ranks that completed a call show nothing there),
+    phase (seq mod the family's period; the seq where it has none),
     phase_support, phase_seen (the same counts over every position of that phase), tied
     (another call has as much support on every weight of ``call_support``), even (as much
     here and in the history: only the weaker weights chose)."""
@@ -93,7 +96,9 @@ def consensus_program(
     )
     votes = _votes(frame)
     votes["seen"] = votes.groupby(["f", "q"])["n"].transform("sum")
-    votes["weak"] = votes["seen"].to_numpy() * 2 < votes.groupby("f")["seen"].transform("max").to_numpy()
+    most = votes.groupby("f")["seen"].transform("max").to_numpy()
+    frontier = votes["q"].where(votes["seen"].to_numpy() == most).groupby(votes["f"]).transform("min").to_numpy()
+    votes["weak"] = (votes["seen"].to_numpy() * 2 < most) & (votes["q"].to_numpy() > frontier)
     period = _rank_periods(frame, fam.categories, _periods(*_first_guess(votes), fam.categories))
     p_of = np.array([period.get(str(n), 0) for n in fam.categories], dtype=np.int64)
     votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])

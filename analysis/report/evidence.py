@@ -54,6 +54,8 @@ def _mismatch(f: Finding, where: str) -> str:
         "shift": "the other side",
         "off_by_one": "the other side (one collective off it from here on, in a call both sides issue in turn)",
         "counts": "the side that issued as many of the group's collectives as its level peers did",
+        "pair_counts": "the other side (as many of the group's collectives issued as in a group of the same"
+        " program; this side one off that)",
     }.get(f.detail["decided_by"], "the majority of the group")
     text = f"{_differ(f, where)}, while {basis} issued {f.detail['expected']}."
     shift = f.detail.get("shift", 0)
@@ -116,11 +118,17 @@ def _extra(f: Finding, where: str) -> str:
 
 
 def _went_past(f: Finding, where: str) -> str:
-    return (
+    text = (
         f"Rank {f.rank} went on past seq {f.seq} ({f.op or 'collective'}) of {where} without issuing it: "
-        f"{ranks_text(f.waiters)} wait for it there, while rank {f.rank} waits further on in its own steps "
-        "(a skipped or added collective)."
+        f"{ranks_text(f.waiters)} {'waits' if len(f.waiters) == 1 else 'wait'} for it there, while rank {f.rank}"
+        " waits further on in its own steps (a skipped or added collective)."
     )
+    if "cost" in f.detail:  # named by the waits of a wait-for cycle
+        text += (
+            f" Its skip explains every wait of the cycle that needs an edit for {f.detail['cost']:g}; explaining them"
+            f" without it costs {f.detail['other_side']:g} (the edit costs of docs/how-it-works.md)."
+        )
+    return text
 
 
 def _went_ahead(f: Finding, where: str) -> str:
