@@ -11,14 +11,16 @@ import functools
 from collections import defaultdict
 from dataclasses import replace
 
+from ..model import costs
 from ..model.counts import Pending, Point, count_mates, count_points, issued_after, p2p_points
 from ..types import FailureClass
 from .analysis import Analysis
 from .count_explanation import CountEdit, Place, count_causes, count_departure
 from .cycle_records import CycleWaits
-from .edit_distance import SKIP
+from .edit_distance import EXTRA, SKIP
 from .findings import NEVER, Finding, Kind, Role
 from .waitfor import Blocked, WaitReason
+from .whole_call import Call, program_calls
 
 
 class CountView:
@@ -125,8 +127,38 @@ class CountView:
 
 def explain_cycle_by_counts(a: Analysis, view: CountView, comp: list[int]) -> list[Finding]:
     """The members of cycle ``comp`` whose points explain it (see :mod:`.count_explanation`), as findings."""
-    causes = count_causes(comp, view.departures(comp), view.explains)
+    causes = count_causes(comp, _priced(view, view.departures(comp)), view.explains)
     return [] if causes is None else [_count_edit_finding(view, e) for e in causes.values()]
+
+
+def _priced(view: CountView, departures: dict[int, CountEdit | None | bool]) -> dict[int, CountEdit | None | bool]:
+    """``departures`` with each skip and extra at the cost of the call it is (``model/costs``):
+    an extra of the collective the rank waits in, where its group issued that call before
+    (the program's), costs more than a skip; a skip of the collective its peers wait for it
+    in, where the dumps show that call as theirs alone, costs more than their extra."""
+    calls: dict[int, list[Call]] = {}
+    for r, e in departures.items():
+        if isinstance(e, CountEdit) and e.kind == EXTRA:
+            calls[r] = [(b.pg_key, b.seq, r) for b in view.heads.get(r, []) if view.family(b.pg_key) == e.more]
+        elif isinstance(e, CountEdit) and e.kind == SKIP:
+            waits = view.w.into.get(r, [])
+            calls[r] = [
+                (x.pg_key, x.seq, x.waiter)
+                for x in waits
+                if x.reason == WaitReason.NOT_ISSUED and view.family(x.pg_key) == e.fewer
+            ]
+    program = program_calls(view.a.cells, {c for found in calls.values() for c in found})
+    priced = dict(departures)
+    for r, found in calls.items():
+        e = priced[r]
+        if not found or not isinstance(e, CountEdit):
+            continue
+        of_program = any(program[c] for c in found)
+        if e.kind == EXTRA and of_program:
+            priced[r] = replace(e, cost=costs.EXTRA_PROGRAM)
+        elif e.kind == SKIP and not of_program:
+            priced[r] = replace(e, cost=costs.SKIP_OWN)
+    return priced
 
 
 def _count_edit_finding(view: CountView, e: CountEdit) -> Finding:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from .. import schema as s
 from ..model.records import newest_records
 from ..types import FailureClass
@@ -19,10 +17,11 @@ from .count_explanation import CountEdit
 from .cycle_counts import CountView
 from .cycle_records import CycleWaits
 from .desync import extra_finding
-from .edit_distance import SKIP
+from .edit_distance import EXTRA, SKIP
 from .findings import NEVER, Finding, Kind, Role
 from .wait_explanation import CycleWait, WaitCause, in_routine, in_turn, out_of_turn, strict, wait_cause
 from .waitfor import WaitEdge, WaitReason
+from .whole_call import program_calls
 
 FREE = (WaitReason.QUEUED, WaitReason.BEHIND)
 """Waits the blocker's own block explains: it issued the call, behind an earlier one of its own."""
@@ -42,11 +41,12 @@ def explain_cycle_by_waits(a: Analysis, w: CycleWaits, view: CountView, comp: li
     if any(e.reason not in FREE + NEEDS_AN_EDIT for e in edges):
         return []  # a wait on a rank without a dump or a record: not a question of edits
     blocks = _blocks(a, w, comp)
-    own = _own_calls(blocks)
+    out_of_turn = _own_calls(blocks)
     free = [_free(a, e, blocks) for e in edges]
     collective = [not f and e.reason == WaitReason.NOT_ISSUED for e, f in zip(edges, free, strict=True)]
-    program = _program_calls(a, {(e.pg_key, e.seq, e.waiter) for e, c in zip(edges, collective, strict=True) if c})
-    program |= {(e.pg_key, e.seq, e.waiter): False for e in edges if own.get(e.waiter) == (e.pg_key, e.seq)}
+    program = program_calls(a.cells, {(e.pg_key, e.seq, e.waiter) for e, c in zip(edges, collective, strict=True) if c})
+    program |= {(e.pg_key, e.seq, e.waiter): False for e in edges if out_of_turn.get(e.waiter) == (e.pg_key, e.seq)}
+    own = {**_added_by_count(a, view, blocks), **out_of_turn}
     waits = [  # a send/recv is a call the program issues: its group numbers them, and posts others
         CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), f, not c or program[(e.pg_key, e.seq, e.waiter)])
         for e, f, c in zip(edges, free, collective, strict=True)
@@ -107,6 +107,18 @@ def _own_calls(blocks: dict[int, Block]) -> dict[int, tuple[str, int]]:
     return found
 
 
+def _added_by_count(a: Analysis, view: CountView, blocks: dict[int, Block]) -> dict[int, tuple[str, int]]:
+    """The members whose counts show one more of the family of the collective they are
+    blocked in than the ranks of their program (``count_explanation``): blocked in a call of
+    their own, they added it -> the (group, seq) they are blocked in."""
+    edits = view.departures(sorted(blocks))
+    return {
+        r: b.call
+        for r, b in blocks.items()
+        if isinstance(e := edits.get(r), CountEdit) and e.kind == EXTRA and e.more == b.family
+    }
+
+
 def _blocks(a: Analysis, w: CycleWaits, comp: list[int]) -> dict[int, Block]:
     """Each member blocked in a collective, with its records up to that call."""
     heads = {b.rank: b for b in w.graph.blocked if b.rank in comp and not b.queued and not b.is_p2p}
@@ -134,33 +146,6 @@ def _free(a: Analysis, e: WaitEdge, blocks: dict[int, Block]) -> bool:
         return False
     b = blocks[e.blocker]
     return in_turn(b.families, b.family, a.families.family_of.get(e.pg_key, e.pg_key)) or in_routine(b.tokens)
-
-
-def _program_calls(a: Analysis, calls: set[tuple[str, int, int]]) -> dict[tuple[str, int, int], bool]:
-    """For each collective (group, seq, waiter) waited in: whether it is one the program
-    issues, not shown to be the waiter's own (its group's records of earlier seqs include
-    the same op, sizes and dtypes, or hold none, or the waiter's record is missing). One
-    pass over the cells per group."""
-    c = a.cells
-    whole = [s.OP, s.INPUT_SIZES, s.INPUT_DTYPES]
-    found: dict[tuple[str, int, int], bool] = {}
-    for key in {k for k, _, _ in calls}:
-        group = c.loc[(c[s.PG_KEY] == key).to_numpy(), [s.SEQ, s.RANK, *whole]]
-        seqs, ranks = group[s.SEQ].to_numpy(), group[s.RANK].to_numpy()
-        texts = [group[col].astype(str).to_numpy() for col in whole]
-        for k, seq, waiter in calls:
-            if k != key:
-                continue
-            mine = np.flatnonzero((seqs == seq) & (ranks == waiter))
-            earlier = seqs < seq
-            if not len(mine) or not earlier.any():
-                found[(k, seq, waiter)] = True
-                continue
-            same = earlier.copy()
-            for col in texts:
-                same &= col == col[mine[0]]
-            found[(k, seq, waiter)] = bool(same.any())
-    return found
 
 
 def _finding(
