@@ -139,9 +139,11 @@ class TablesBuilder:
                 chunks.append(pa.concat_arrays(kept))
         self._stacks.add(part.stacks)
         self._stack_numbers.append(self._stacks.renumber(entries.column(s.STACK_ID)))
-        self._small["configs"].append(self._rank_lists.encode(part.configs))
-        self._small["status"].append(part.status)
-        self._small["meta"].append(part.meta)
+        # copied too: kept as they are, these small tables would keep each part's message
+        # (its rank lists, its stream) until the analysis ends (4,096 ranks: 40 MB)
+        self._small["configs"].append(_copied(self._rank_lists.encode(part.configs)))
+        self._small["status"].append(_copied(part.status))
+        self._small["meta"].append(_copied(part.meta))
 
     def finish(self) -> dict[str, pa.Table]:
         """The combined tables; call once, after the last file."""
@@ -179,6 +181,11 @@ class TablesBuilder:
             "status": pa.concat_tables(self._small["status"] or [s.STATUS_SCHEMA.empty_table()]),
             "files": pa.concat_tables(self._small["meta"] or [s.RANK_SCHEMA.empty_table()]),
         }
+
+
+def _copied(table: pa.Table) -> pa.Table:
+    """``table`` in buffers of its own (a take allocates every column anew)."""
+    return table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
 
 
 _NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
