@@ -121,7 +121,7 @@ class TablesBuilder:
     def __init__(self) -> None:
         self._text = {f.name: _DictionaryColumn() for f in s.ENTRY_SCHEMA if pa.types.is_dictionary(f.type)}
         self._plain: dict[str, list[pa.Array]] = {
-            f.name: [] for f in s.ENTRY_SCHEMA if f.name not in self._text and f.name != s.STACK_ID
+            f.name: [] for f in s.ENTRY_SCHEMA if f.name not in self._text and f.name not in _DERIVED
         }
         self._stack_numbers: list[pa.Array] = []
         self._stacks = _Stacks()
@@ -152,6 +152,8 @@ class TablesBuilder:
         columns: dict[str, pa.Array] = {}
         freed = 0
         for field in s.ENTRY_SCHEMA:  # one contiguous array each: numpy views need no concatenation
+            if field.name == s.ENTRY_INDEX:
+                continue  # see _DERIVED
             if field.name in self._text:
                 columns[field.name] = self._text[field.name].finish()
             elif field.name == s.STACK_ID:
@@ -192,9 +194,14 @@ _NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
 """Ids written as 64-bit that real dumps keep far below 2**31: int32 when they fit."""
 
 
-_SMALL = (s.ENTRY_INDEX, s.PG_ID)
-"""Numbers that stay small in real dumps (a ring buffer's slot, a process-local group id),
-like the stack numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
+_SMALL = (s.PG_ID,)
+"""Numbers that stay small in real dumps (a process-local group id), like the stack
+numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
+
+_DERIVED = (s.STACK_ID, s.ENTRY_INDEX)
+"""Entry columns of the files' tables not kept as they come: the stack ids are renumbered,
+and the entry index (each entry's place in its file) is not kept at all: the files table
+holds each file's number of entries, in the entries' order (``rowindex.entry_positions``)."""
 
 
 def _narrow_to(column: pa.Array, narrow: pa.DataType) -> pa.Array:
@@ -244,6 +251,8 @@ def merge_parts(parts: list[FileTables]) -> FileTables:
     lists (every file repeats the default group's list, 100 KB at 16k ranks) once per batch.
     """
     entries = pa.concat_tables([p.entries for p in parts]).unify_dictionaries().combine_chunks()
+    if s.ENTRY_INDEX in entries.column_names:  # the combined table does not keep it (see _DERIVED)
+        entries = entries.drop_columns([s.ENTRY_INDEX])
     for name in entries.column_names if entries.num_rows else ():
         column = entries.column(name).chunks[0]
         if pa.types.is_dictionary(column.type) and len(column.dictionary) <= np.iinfo(np.int16).max:

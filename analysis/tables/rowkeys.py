@@ -103,7 +103,9 @@ def _small_span(key: np.ndarray, span: int) -> bool:
 def first_rows(ids: np.ndarray, n: int) -> np.ndarray:
     """The first row of each id 0..n-1 (ids that never occur are left undefined)."""
     first = np.empty(n, dtype=np.int64)
-    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the last write wins: the first row
+    for start in reversed(range(0, len(ids), SLICE_ROWS)):  # a slice at a time, the last slice first
+        stop = min(start + SLICE_ROWS, len(ids))
+        first[ids[start:stop][::-1]] = np.arange(stop - 1, start - 1, -1)  # the last write wins: the first row
     return first
 
 
