@@ -6,13 +6,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
 from ..ingest.read import read_raw
-from ..model.cells import created_ns
+from ..model.cells import created_ns, int_values
 from ..report.times import before, readable, utc
 from ..tables.rowindex import entry_positions
 from ..types import DumpReadError
@@ -140,7 +139,7 @@ def dump_ns(a: Analysis) -> int | None:
 
     Flight Recorder writes no dump time; "N s before the dump" counts back from this.
     """
-    times = a.dumps.entries[s.T_CREATED].to_numpy(dtype=np.int64, na_value=-1)
+    times = int_values(a.dumps.entries[s.T_CREATED], -1)
     top = int(times.max()) if len(times) else -1
     return top if top > 0 else None
 
