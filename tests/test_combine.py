@@ -67,6 +67,22 @@ def test_text_codes_widen_past_the_narrow_range() -> None:
     assert out.to_pylist() == first + second
 
 
+def test_text_codes_take_one_byte_until_the_dictionary_outgrows_it() -> None:
+    column = _DictionaryColumn()
+    column.add(pa.chunked_array([pa.array([f"v{i}" for i in range(100)] + [None]).dictionary_encode()]))
+    assert column.chunks[0].dtype == np.int8
+    small = column.finish()
+    assert small.indices.type == pa.int8() and small.null_count == 1
+    column = _DictionaryColumn()
+    first = [f"v{i}" for i in range(100)]
+    second = [f"w{i}" for i in range(100)] + [None, "v7"]
+    column.add(pa.chunked_array([pa.array(first).dictionary_encode()]))
+    column.add(pa.chunked_array([pa.array(second).dictionary_encode()]))
+    out = column.finish()
+    assert out.indices.type == pa.int16()
+    assert out.to_pylist() == first + second
+
+
 def _decoded(tables: dict[str, pa.Table]) -> dict[str, list]:
     """Every entry column as plain values, stack numbers replaced by the stack's text."""
     entries = tables["entries"]
