@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import sys
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from locations import SAMPLE_DUMPS
@@ -15,9 +16,10 @@ from analysis.ingest.discover import discover
 from analysis.tables.combine import TablesBuilder, _DictionaryColumn, _narrow, combine_tables, merge_parts
 from analysis.tables.load import load_one
 from analysis.tables.mapstep import load_batch, pack, unpack
+from analysis.tables.rowindex import entry_positions
 
 TEXT = [f.name for f in s.ENTRY_SCHEMA if pa.types.is_dictionary(f.type)]
-PLAIN = [f.name for f in s.ENTRY_SCHEMA if f.name not in TEXT and f.name != s.STACK_ID]
+PLAIN = [f.name for f in s.ENTRY_SCHEMA if f.name not in TEXT and f.name not in (s.STACK_ID, s.ENTRY_INDEX)]
 
 
 @pytest.mark.parametrize("case", ["size_mismatch", "p2p_unposted", "large_32_stuck"])
@@ -30,6 +32,12 @@ def test_combined_tables_decode_to_the_files(case: str) -> None:
     for name in TEXT + PLAIN:
         expected = [v for p in parts for v in p.entries.column(name).to_pylist()]
         assert entries.column(name).to_pylist() == expected, name
+    # not kept: each entry's place in its file follows from the files' entry counts
+    assert s.ENTRY_INDEX not in entries.column_names
+    places = [v for p in parts for v in p.entries.column(s.ENTRY_INDEX).to_pylist()]
+    assert entry_positions(combined["files"].to_pandas()).tolist() == places
+    rows = np.array([0, len(places) // 2, len(places) - 1])
+    assert entry_positions(combined["files"].to_pandas(), rows).tolist() == [places[r] for r in rows]
 
     frames_of = dict(
         zip(combined["stacks"].column(s.STACK_ID).to_pylist(), combined["stacks"].column(s.FRAMES).to_pylist())
@@ -56,6 +64,22 @@ def test_text_codes_widen_past_the_narrow_range() -> None:
     column.add(pa.chunked_array([pa.array(second).dictionary_encode()]))
     out = column.finish()
     assert out.indices.type == pa.int32()
+    assert out.to_pylist() == first + second
+
+
+def test_text_codes_take_one_byte_until_the_dictionary_outgrows_it() -> None:
+    column = _DictionaryColumn()
+    column.add(pa.chunked_array([pa.array([f"v{i}" for i in range(100)] + [None]).dictionary_encode()]))
+    assert column.chunks[0].dtype == np.int8
+    small = column.finish()
+    assert small.indices.type == pa.int8() and small.null_count == 1
+    column = _DictionaryColumn()
+    first = [f"v{i}" for i in range(100)]
+    second = [f"w{i}" for i in range(100)] + [None, "v7"]
+    column.add(pa.chunked_array([pa.array(first).dictionary_encode()]))
+    column.add(pa.chunked_array([pa.array(second).dictionary_encode()]))
+    out = column.finish()
+    assert out.indices.type == pa.int16()
     assert out.to_pylist() == first + second
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..model.cells import build_cells, queue_heads
+from ..model.cells import build_cells, int_values, queue_heads
 from ..model.counts import count_mates
 from ..model.errored import reopen_errored
 from ..model.families import Families, program_families
@@ -16,6 +16,7 @@ from ..model.groups import GroupIndex, build_groups
 from ..model.p2p import pending_p2p
 from ..model.progress import Progress, compute_progress
 from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
+from ..tables.combine import return_freed_memory
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
 from .alignment import Counts
@@ -46,7 +47,7 @@ class Analysis:
         """Positions of ``rank``'s rows in ``cells`` or the dumps' ``entries`` (built on first use)."""
         if table not in self._rank_rows:
             frame = self.cells if table == "cells" else self.dumps.entries
-            self._rank_rows[table] = RankRows(frame[s.RANK].to_numpy(dtype=np.int64))
+            self._rank_rows[table] = RankRows(int_values(frame[s.RANK], -1))
         return self._rank_rows[table].of(rank)
 
     @property
@@ -57,11 +58,26 @@ class Analysis:
         return not (len(cats) and all(str(c).startswith("gloo:") for c in cats))
 
 
+HAND_BACK_ROWS = 1 << 20
+"""Entries from which the memory a stage of the analysis freed is handed back after it."""
+
+
+def _hand_back(dumps: DumpSet) -> None:
+    """Hand back the memory the stage before freed, on a large set: the command keeps freed
+    memory for reuse (``process_limits.reuse_freed_memory``), and a stage's temporaries
+    left resident under the next stage's raised the peak by what they held (4,096 ranks:
+    1.02 -> 0.86 GB in the parent, the time the same)."""
+    if len(dumps.entries) >= HAND_BACK_ROWS:
+        return_freed_memory()
+
+
 def run_analysis(dumps: DumpSet) -> Analysis:
     """Everything up to (not including) the verdict."""
     index = build_groups(dumps)
+    _hand_back(dumps)
     have_dump = set(dumps.ranks)
     cells = build_cells(dumps, index)
+    _hand_back(dumps)
     lone = lone_waiting(index, cells, dumps.entries)
     world = estimate_world(index, have_dump, lone)
     complete_inferred_groups(index, world, have_dump, lone)
@@ -69,13 +85,16 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     missing = sorted(r for r in expected if r not in have_dump)
     errored = reopen_errored(cells, index, set(missing))
     progress = compute_progress(dumps, index, cells, errored)
+    _hand_back(dumps)
     families = program_families(cells, {k: g.desc for k, g in index.groups.items()})
     levels = LevelCounts(
         index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
     )
+    _hand_back(dumps)
     issued = {m: p.enqueued for m, p in progress.items() if p.enqueued is not None and p.enqueued >= 0}
     mates = count_mates(index.groups.values(), families.family_of, levels.recorded_stage)
     mismatches = model_mismatches(cells, families, Counts(issued, families.family_of, mates))
+    _hand_back(dumps)
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {
         (k, int(r), int(q)): str(op) for k, r, q, op in pending[[s.PG_KEY, s.RANK, s.SEQ, s.OP]].itertuples(index=False)
@@ -84,4 +103,5 @@ def run_analysis(dumps: DumpSet) -> Analysis:
     graph = build_wait_graph(index, progress, have_dump, pending_ops, p2p, queue_heads(cells, dumps.entries, p2p))
     imbalances = find_imbalances(cells, dumps.entries, index, have_dump)
     mismatches += levels.stalled(graph.stalled)
+    _hand_back(dumps)
     return Analysis(dumps, index, progress, cells, families, mismatches, imbalances, graph, missing, levels)

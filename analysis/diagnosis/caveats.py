@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..model.cells import COLLECTIVE, DONE, ROW, created_ns, take_ints
+from ..model.cells import COLLECTIVE, DONE, ROW, created_ns, int_values
 from ..tables.rowindex import rank_blocks
-from ..tables.rowkeys import equals, flag, group_ids
+from ..tables.rowkeys import counts_of, equals, flag, group_ids
 from ..types import FailureClass
 from .analysis import Analysis
 from .unreadable import unreadable_files
@@ -132,8 +132,10 @@ def _only_active(a: Analysis) -> Caveat | None:
 def _ranks_where(table: pd.DataFrame, rows: np.ndarray) -> set[int]:
     """The ranks of ``table``'s rows (entries or cells) where ``rows`` is True: counted, not
     sorted (a rank is a small number, never negative: see ``parse``)."""
-    ranks = take_ints(table[s.RANK], None, -1)[rows]  # int32 as loaded: half the bytes of int64
-    return set(np.flatnonzero(np.bincount(ranks)).tolist()) if len(ranks) else set()
+    ranks = int_values(table[s.RANK], -1)  # the column itself, int32 as loaded
+    if not len(ranks):
+        return set()
+    return set(np.flatnonzero(counts_of(ranks, int(ranks.max()) + 1, rows)).tolist())  # a slice at a time
 
 
 # -- what the dumps can tell -------------------------------------------------------------
@@ -141,8 +143,8 @@ def _ranks_where(table: pd.DataFrame, rows: np.ndarray) -> set[int]:
 
 def _oldest_created(entries: pd.DataFrame) -> dict[int, int]:
     """Each rank's oldest entry creation time (ns), where it has one."""
-    times = entries[s.T_CREATED].to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).max)
-    block_ranks, starts, _ = rank_blocks(entries[s.RANK].to_numpy(dtype=np.int64))
+    times = int_values(entries[s.T_CREATED], np.iinfo(np.int64).max)
+    block_ranks, starts, _ = rank_blocks(int_values(entries[s.RANK], -1))
     if not len(starts):
         return {}
     oldest: dict[int, int] = {}

@@ -11,10 +11,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from .. import schema as s
+from ..model.cells import int_values
 from ..types import InputError, Membership
 from .analysis import Analysis
 from .lateness import lateness
@@ -120,7 +120,7 @@ def _listed(ranks: tuple[int, ...]) -> str:
 
 
 def _newest_ns(a: Analysis) -> int | None:
-    times = a.dumps.entries[s.T_CREATED].to_numpy(dtype=np.int64, na_value=-1)
+    times = int_values(a.dumps.entries[s.T_CREATED], -1)
     return int(times.max()) if len(times) and times.max() > 0 else None
 
 

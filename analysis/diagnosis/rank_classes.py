@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..model.cells import DONE, ROW, take_ints
+from ..model.cells import DONE, ROW, int_values
 from ..tables.rowindex import rank_blocks
 from ..tables.rowkeys import equals, flag
 from ..types import FailureClass
@@ -176,8 +176,8 @@ def _newest_places(a: Analysis) -> dict[int, Place]:
     e = a.dumps.entries
     if e.empty:
         return {}
-    rid = take_ints(e[s.RECORD_ID], None, -1)  # int32 as loaded: entry-long arrays at half the bytes
-    block_ranks, starts, ends = rank_blocks(take_ints(e[s.RANK], None, -1))
+    rid = int_values(e[s.RECORD_ID], -1)  # the columns themselves (int32 as loaded), not copies
+    block_ranks, starts, ends = rank_blocks(int_values(e[s.RANK], -1))
     top = np.maximum.reduceat(rid, starts)
     lengths = ends - starts
     is_top = rid == np.repeat(top, lengths)

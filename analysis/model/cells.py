@@ -51,6 +51,20 @@ def take_ints(series: pd.Series, idx: np.ndarray | None, na: int) -> np.ndarray:
     return taken if taken.flags.writeable else taken.copy()  # a view of Arrow's buffer is read-only
 
 
+def int_values(series: pd.Series, na: int) -> np.ndarray:
+    """Every value of an integer column (``na`` for nulls) in its own width, read-only: the
+    column's own memory where it has no nulls, not an 8-byte copy of every row (the newest
+    entry time, each rank's rows: 66 MB apiece at 4,096 ranks)."""
+    if not isinstance(series.dtype, pd.ArrowDtype):
+        if series.dtype.kind in "iu":
+            return series.to_numpy()  # a numpy column (the cells'): its own array
+        return series.to_numpy(dtype=np.int64, na_value=na)
+    values = series.array.__arrow_array__()
+    if values.null_count:
+        values = values.fill_null(na)
+    return values.to_numpy()
+
+
 def created_ns(entries: pd.DataFrame, cells: pd.DataFrame) -> pd.Series:
     """When each cell's entry was created (ns; null if unknown), read from its entry row.
 

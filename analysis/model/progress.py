@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..tables.rowkeys import first_rows, group_ids
+from ..tables.rowkeys import counts_of, first_rows, group_ids, reduce_at
 from ..types import DumpSet
 from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex
 
@@ -65,12 +65,12 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     np.maximum.at(hi, member, seq)
     np.minimum.at(lo, member, seq)
     pending_lo, done_hi = np.full(n, big, dtype=seq.dtype), np.full(n, small, dtype=seq.dtype)
-    np.minimum.at(pending_lo, member[~done], seq[~done])
-    np.maximum.at(done_hi, member[done], seq[done])
-    n_done = np.bincount(member[done], minlength=n)
+    reduce_at(np.minimum, pending_lo, member, seq, ~done)  # a slice at a time: no cell-long selections
+    reduce_at(np.maximum, done_hi, member, seq, done)
+    n_done = counts_of(member, n, done)
     keys = cells[s.PG_KEY].iloc[first].to_numpy()
     ranks = cells[s.RANK].iloc[first].to_numpy(dtype=np.int64)
-    count = np.bincount(member, minlength=n)
+    count = counts_of(member, n)
     return {
         (str(k), int(r)): (
             int(h),

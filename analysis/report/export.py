@@ -12,8 +12,11 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from .. import schema as s
+from ..tables.rowindex import entry_positions
 from .report import Report
 
 
@@ -29,9 +32,30 @@ def parquet_ready(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(**changed) if changed else df
 
 
+def with_entry_index(entries: pd.DataFrame, files: pd.DataFrame) -> pd.DataFrame:
+    """The entries with each one's place in its file after the rank, as loading once kept it
+    (int16 where every place fits): the analysis derives it where needed (see
+    ``rowindex.entry_positions``), the export still holds it. ``entries`` is not changed."""
+    if s.ENTRY_INDEX in entries.columns or s.RANK not in entries.columns:
+        return entries
+    places = entry_positions(files)
+    narrow = not len(places) or places.max() <= np.iinfo(np.int16).max
+    out = entries.copy(deep=False)
+    out.insert(
+        out.columns.get_loc(s.RANK) + 1,
+        s.ENTRY_INDEX,
+        pd.array(
+            places.astype(np.int16 if narrow else np.int32), dtype="int16[pyarrow]" if narrow else "int32[pyarrow]"
+        ),
+    )
+    return out
+
+
 def parquet_tables(report: Report) -> Iterator[tuple[str, bytes]]:
     """Each table of the report as (name, bytes of one Parquet file), one table at a time."""
     for name, table in report.tables.items():
+        if name == "entries" and "files" in report.tables:
+            table = with_entry_index(table, report.tables["files"])
         buf = io.BytesIO()
         parquet_ready(table).to_parquet(buf, index=False)
         yield name, buf.getvalue()

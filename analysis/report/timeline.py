@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
+from ..model.cells import int_values
 from .report import Report
 
 
@@ -46,7 +46,7 @@ class ClassTimeline:
 
 def dump_time(a: Analysis) -> int | None:
     """The newest entry's creation time (ns): Flight Recorder writes no dump time."""
-    times = a.dumps.entries[s.T_CREATED].to_numpy(dtype=np.int64, na_value=-1)
+    times = int_values(a.dumps.entries[s.T_CREATED], -1)
     top = int(times.max()) if len(times) else -1
     return top if top > 0 else None
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..types import DumpFile, FileError
 
-CACHE_FORMAT = "flightdeck-tables/5"  # 4: entries keep output_sizes; 5: the files table holds the node health checks
+CACHE_FORMAT = "flightdeck-tables/6"  # 4: entries keep output_sizes; 5: the files table holds the node health checks; 6: entries without entry_index
 TABLES = ("entries", "stacks", "configs", "status", "files")
 KEEP_SETS = 16
 

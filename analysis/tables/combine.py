@@ -4,8 +4,8 @@ Each file's tables are folded in as they arrive and then dropped, so the parent 
 holds the files' tables and the combined ones at once. Folding in is where the
 combined tables get narrow:
 
-- text columns become codes into one dictionary for the whole set, two bytes a row
-  (four once a column has more than 32,767 distinct values);
+- text columns become codes into one dictionary for the whole set, one byte a row
+  (two past 127 distinct values, four past 32,767);
 - call stacks are kept once per distinct stack, and entries refer to them by a dense
   int32 number instead of the per-file 64-bit hash;
 - each distinct pg_config rank list is kept once (every rank's dump repeats the
@@ -25,8 +25,10 @@ from .. import schema as s
 from ..ingest.process_limits import KEPT_FREE_BYTES
 from ..types import FileTables
 
-_NARROW = np.int16
-_WIDE = np.int32
+_CODE_TYPES = (np.int8, np.int16, np.int32)
+"""The codes of a text column: the narrowest that holds every code of the dictionary so far
+(the frame's categoricals get one byte a row where a column has fewer than 128 values, so
+the folded columns need not hold two until then: 8 bytes a row less while loading)."""
 
 
 class _DictionaryColumn:
@@ -45,13 +47,13 @@ class _DictionaryColumn:
             indices = (indices.fill_null(len(remap) - 1) if indices.null_count else indices).to_numpy(
                 zero_copy_only=False
             )
-            if len(self.values) > np.iinfo(_NARROW).max and self.chunks and self.chunks[0].dtype == _NARROW:
-                self.chunks = [c.astype(_WIDE) for c in self.chunks]
-            dtype = _NARROW if len(self.values) <= np.iinfo(_NARROW).max else _WIDE
+            dtype = next(t for t in _CODE_TYPES if len(self.values) <= np.iinfo(t).max)
+            if self.chunks and self.chunks[0].dtype != dtype:  # the dictionary outgrew the codes so far
+                self.chunks = [c.astype(dtype) for c in self.chunks]
             self.chunks.append(remap.astype(dtype)[indices])
 
     def finish(self) -> pa.DictionaryArray:
-        codes = np.concatenate(self.chunks) if self.chunks else np.zeros(0, _NARROW)
+        codes = np.concatenate(self.chunks) if self.chunks else np.zeros(0, _CODE_TYPES[0])
         self.chunks = []
         nulls = codes < 0
         index_type = pa.from_numpy_dtype(codes.dtype)
@@ -121,7 +123,7 @@ class TablesBuilder:
     def __init__(self) -> None:
         self._text = {f.name: _DictionaryColumn() for f in s.ENTRY_SCHEMA if pa.types.is_dictionary(f.type)}
         self._plain: dict[str, list[pa.Array]] = {
-            f.name: [] for f in s.ENTRY_SCHEMA if f.name not in self._text and f.name != s.STACK_ID
+            f.name: [] for f in s.ENTRY_SCHEMA if f.name not in self._text and f.name not in _DERIVED
         }
         self._stack_numbers: list[pa.Array] = []
         self._stacks = _Stacks()
@@ -136,12 +138,15 @@ class TablesBuilder:
             # copied: a part read from a worker's message shares one buffer among its columns,
             # and a slice kept here would keep all of it until finish (4,096 ranks: +0.2 GB)
             if kept := entries.column(name).chunks:
-                chunks.append(pa.concat_arrays(kept))
+                chunk = pa.concat_arrays(kept)
+                chunks.append(_narrow_small(chunk) if name in _FOLDED_SMALL else chunk)
         self._stacks.add(part.stacks)
-        self._stack_numbers.append(self._stacks.renumber(entries.column(s.STACK_ID)))
-        self._small["configs"].append(self._rank_lists.encode(part.configs))
-        self._small["status"].append(part.status)
-        self._small["meta"].append(part.meta)
+        self._stack_numbers.append(_narrow_small(self._stacks.renumber(entries.column(s.STACK_ID))))
+        # copied too: kept as they are, these small tables would keep each part's message
+        # (its rank lists, its stream) until the analysis ends (4,096 ranks: 40 MB)
+        self._small["configs"].append(_copied(self._rank_lists.encode(part.configs)))
+        self._small["status"].append(_copied(part.status))
+        self._small["meta"].append(_copied(part.meta))
 
     def finish(self) -> dict[str, pa.Table]:
         """The combined tables; call once, after the last file."""
@@ -150,10 +155,12 @@ class TablesBuilder:
         columns: dict[str, pa.Array] = {}
         freed = 0
         for field in s.ENTRY_SCHEMA:  # one contiguous array each: numpy views need no concatenation
+            if field.name == s.ENTRY_INDEX:
+                continue  # see _DERIVED
             if field.name in self._text:
                 columns[field.name] = self._text[field.name].finish()
             elif field.name == s.STACK_ID:
-                columns[field.name] = _narrow_small(pa.chunked_array(stack_numbers, pa.int32()).combine_chunks())
+                columns[field.name] = _joined(stack_numbers, pa.int32())
                 stack_numbers.clear()
             elif field.name in _NARROWABLE:  # parts may come narrowed (merge_parts) or not
                 chunks = plain.pop(field.name)
@@ -162,10 +169,12 @@ class TablesBuilder:
                 else:
                     wide = [c.cast(pa.int64()) for c in chunks]
                     columns[field.name] = _narrow(pa.chunked_array(wide, pa.int64()).combine_chunks())
+            elif field.name in _FOLDED_SMALL:
+                columns[field.name] = _joined(plain.pop(field.name), field.type)
+                if field.name not in _SMALL:
+                    columns[field.name] = columns[field.name].cast(field.type)  # the frame's type
             else:
                 columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
-                if field.name in _SMALL:
-                    columns[field.name] = _narrow_small(columns[field.name])
             # the parts' buffers of this column are free now (about its size): handed back in bulk
             freed += columns[field.name].nbytes
             if freed >= KEPT_FREE_BYTES:
@@ -181,13 +190,27 @@ class TablesBuilder:
         }
 
 
+def _copied(table: pa.Table) -> pa.Table:
+    """``table`` in buffers of its own (a take allocates every column anew)."""
+    return table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
 _NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
 """Ids written as 64-bit that real dumps keep far below 2**31: int32 when they fit."""
 
 
-_SMALL = (s.ENTRY_INDEX, s.PG_ID)
-"""Numbers that stay small in real dumps (a ring buffer's slot, a process-local group id),
-like the stack numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
+_SMALL = (s.PG_ID,)
+"""Numbers that stay small in real dumps (a process-local group id), like the stack
+numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
+
+_FOLDED_SMALL = (s.RANK, s.PG_ID)
+"""Kept as int16 while folding where a part's values fit (the stack numbers too): two bytes a
+row less each until :meth:`TablesBuilder.finish`, which gives the rank its own type back."""
+
+_DERIVED = (s.STACK_ID, s.ENTRY_INDEX)
+"""Entry columns of the files' tables not kept as they come: the stack ids are renumbered,
+and the entry index (each entry's place in its file) is not kept at all: the files table
+holds each file's number of entries, in the entries' order (``rowindex.entry_positions``)."""
 
 
 def _narrow_to(column: pa.Array, narrow: pa.DataType) -> pa.Array:
@@ -199,6 +222,14 @@ def _narrow_to(column: pa.Array, narrow: pa.DataType) -> pa.Array:
     if low is None or (-limit <= low and high < limit):
         return column.cast(narrow)
     return column
+
+
+def _joined(chunks: list[pa.Array], wide: pa.DataType) -> pa.Array:
+    """Folded chunks as one array: int16 where every chunk is (and where there is none),
+    else all as ``wide``."""
+    if all(c.type == pa.int16() for c in chunks):
+        return pa.chunked_array(chunks, pa.int16()).combine_chunks()
+    return pa.chunked_array([c.cast(wide) for c in chunks], wide).combine_chunks()
 
 
 def _narrow_small(column: pa.Array) -> pa.Array:
@@ -237,6 +268,8 @@ def merge_parts(parts: list[FileTables]) -> FileTables:
     lists (every file repeats the default group's list, 100 KB at 16k ranks) once per batch.
     """
     entries = pa.concat_tables([p.entries for p in parts]).unify_dictionaries().combine_chunks()
+    if s.ENTRY_INDEX in entries.column_names:  # the combined table does not keep it (see _DERIVED)
+        entries = entries.drop_columns([s.ENTRY_INDEX])
     for name in entries.column_names if entries.num_rows else ():
         column = entries.column(name).chunks[0]
         if pa.types.is_dictionary(column.type) and len(column.dictionary) <= np.iinfo(np.int16).max:

@@ -82,7 +82,7 @@ def _renumber(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     cells (4,096 ranks: three 47 MB arrays at once)."""
     present = np.zeros(span, dtype=bool)
     present[key] = True
-    number = present.astype(np.int64)
+    number = present.astype(np.int32 if span < 2**31 else np.int64)  # the numbers are below the span
     del present
     np.cumsum(number, out=number)  # in place: a cumsum that casts copies the whole input first
     number -= 1
@@ -103,7 +103,9 @@ def _small_span(key: np.ndarray, span: int) -> bool:
 def first_rows(ids: np.ndarray, n: int) -> np.ndarray:
     """The first row of each id 0..n-1 (ids that never occur are left undefined)."""
     first = np.empty(n, dtype=np.int64)
-    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the last write wins: the first row
+    for start in reversed(range(0, len(ids), SLICE_ROWS)):  # a slice at a time, the last slice first
+        stop = min(start + SLICE_ROWS, len(ids))
+        first[ids[start:stop][::-1]] = np.arange(stop - 1, start - 1, -1)  # the last write wins: the first row
     return first
 
 
@@ -183,3 +185,27 @@ def pair_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Dense ids 0..n-1 per distinct (a, b) pair of two integer arrays, whatever their values
     (a product key of hostile seqs or ranks would overflow int64)."""
     return group_ids(pd.DataFrame({"a": a, "b": b}), ["a", "b"], first_seen=False)
+
+
+SLICE_ROWS = 1 << 20
+"""Rows taken at a time by :func:`counts_of` and :func:`reduce_at`."""
+
+
+def counts_of(ids: np.ndarray, n: int, where: np.ndarray | None = None) -> np.ndarray:
+    """``np.bincount(ids[where], minlength=n)``, a slice of rows at a time: bincount takes
+    its input as 64-bit, a copy twice the size of int32 ids if made of them all at once."""
+    out = np.zeros(n, dtype=np.intp)
+    for start in range(0, len(ids), SLICE_ROWS):
+        part = ids[start : start + SLICE_ROWS]
+        if where is not None:
+            part = part[where[start : start + SLICE_ROWS]]
+        out += np.bincount(part, minlength=n)
+    return out
+
+
+def reduce_at(ufunc: np.ufunc, out: np.ndarray, ids: np.ndarray, values: np.ndarray, where: np.ndarray) -> None:
+    """``ufunc.at(out, ids[where], values[where])``, a slice of rows at a time: the
+    selections are a slice long, not as long as the rows."""
+    for start in range(0, len(ids), SLICE_ROWS):
+        chosen = where[start : start + SLICE_ROWS]
+        ufunc.at(out, ids[start : start + SLICE_ROWS][chosen], values[start : start + SLICE_ROWS][chosen])

@@ -6,14 +6,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import schema as s
 from ..diagnosis.analysis import Analysis
 from ..ingest.read import read_raw
-from ..model.cells import created_ns
+from ..model.cells import created_ns, int_values
 from ..report.times import before, readable, utc
+from ..tables.rowindex import entry_positions
 from ..types import DumpReadError
 from .grid import shown_state
 from .stacks import stack_frames
@@ -34,11 +34,22 @@ def entry_at(a: Analysis, pg_key: str, rank: int, seq: int) -> dict[str, Any] | 
     hit = mine.loc[((mine[s.PG_KEY] == pg_key) & (mine[s.SEQ] == seq)).to_numpy()]
     if hit.empty:
         return None
-    fields = row_dict(a.dumps.entries.loc[int(hit.iloc[0]["row"])])
-    raw = _raw_entry(a, rank, int(fields[s.ENTRY_INDEX]))
+    row = int(hit.iloc[0]["row"])
+    fields = _with_entry_index(row_dict(a.dumps.entries.loc[row]), int(entry_positions(a.dumps.files, [row])[0]))
+    raw = _raw_entry(a, rank, fields[s.ENTRY_INDEX])
     if raw is not None:
         fields.update({k: v for k, v in raw.items() if k != "frames"})
     return fields
+
+
+def _with_entry_index(fields: dict[str, Any], index: int) -> dict[str, Any]:
+    """``fields`` with the entry's place in its file after its rank, where the table had it."""
+    out = {}
+    for name, value in fields.items():
+        out[name] = value
+        if name == s.RANK:
+            out[s.ENTRY_INDEX] = index
+    return out
 
 
 def _raw_entry(a: Analysis, rank: int, index: int) -> dict[str, Any] | None:
@@ -128,7 +139,7 @@ def dump_ns(a: Analysis) -> int | None:
 
     Flight Recorder writes no dump time; "N s before the dump" counts back from this.
     """
-    times = a.dumps.entries[s.T_CREATED].to_numpy(dtype=np.int64, na_value=-1)
+    times = int_values(a.dumps.entries[s.T_CREATED], -1)
     top = int(times.max()) if len(times) else -1
     return top if top > 0 else None
 
