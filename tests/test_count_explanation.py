@@ -4,6 +4,8 @@ it, and the members of a wait-for cycle whose points explain it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from analysis import schema as s
@@ -156,6 +158,15 @@ def test_a_pair_measured_against_each_other_or_departing_alike_decides_nothing()
     # measured only against a rank the counts cannot place (it may have left the program)
     assert count_causes([0, 1, 2], {0: _edit(0, against=(1,)), 1: False, 2: None}, lambda e: True) is None
     assert count_causes([0, 1, 2], {0: _edit(0, against=(1, 2)), 1: False, 2: None}, lambda e: True) is not None
+
+
+def test_of_a_pair_departing_from_each_other_the_cheaper_side_alone_stands():
+    cheap, dear = _edit(0, against=(1,)), replace(_edit(1, fewer="dp", against=(0,)), cost=2.5)
+    assert count_causes([0, 1, 2], {0: cheap, 1: dear, 2: None}, lambda e: True) == {0: cheap}
+    # the dearer side measured against ranks in step too: it stands on its own, and the
+    # cheaper one, measured only against it, does not
+    solid = replace(dear, against=(0, 2))
+    assert count_causes([0, 1, 2], {0: cheap, 1: solid, 2: None}, lambda e: True) == {1: solid}
 
 
 def test_send_recvs_count_by_their_newest_record_where_the_dumps_record_them():

@@ -14,7 +14,6 @@ kept as ties, to be shown as possible causes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,19 +27,7 @@ from ..opnames import is_exchange
 from ..tables.rowkeys import pair_ids
 from .edit_distance import FUNCTION, MATCH, Calls, Departure, differs, first_departure
 from .edits import Edit
-from .pairs import PairCounts, settle_pairs
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    """How many calls each rank issued in each group, as the dumps keep them."""
-
-    newest: Mapping[tuple[str, int], int]
-    """(group, rank) -> the newest seq the rank issued in the group."""
-    family_of: Mapping[str, str]
-    """group -> its family (``model/families``)."""
-    mates: Mapping[int, frozenset[int]]
-    """rank -> the ranks that run its program (``model.counts.count_mates``)."""
+from .pairs import Counts, pair_counts, settle_pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,42 +123,8 @@ def align(
 
     even = {(e.pg_key, e.seq) for e in edits if (role_of_key[e.pg_key], e.seq) in calls.even}
     ties = _ties(cells, keys, tokens, tied)
-    edits, ties = settle_pairs(edits, ties, even, cells, fit, _pair_counts(cells, role_of_key, counts))
+    edits, ties = settle_pairs(edits, ties, even, cells, fit, pair_counts(cells, role_of_key, counts))
     return Alignment(edits, ties)
-
-
-def _pair_counts(cells: pd.DataFrame, role_of_key: dict[str, str], counts: Counts | None) -> PairCounts:
-    """See ``pairs.PairCounts``: the ranks' newest seqs in the group, against those other
-    groups of the same family (where ``counts`` gives them, of the ranks that run the same
-    program: a pipeline's stages issue different numbers) hold. Without ``counts``, the
-    newest seqs of the cells, read only when first asked (a pair is rarely in doubt)."""
-    newest: dict[tuple[str, int], int] = dict(counts.newest) if counts else {}
-    family_of = counts.family_of if counts else role_of_key
-    mates = counts.mates if counts else {}
-    by_family: dict[str, list[tuple[str, int]]] = {}
-
-    def offs(key: str, ranks: list[int]) -> dict[int, int] | None:
-        if not newest:
-            frame = cells[[s.PG_KEY, s.RANK, s.SEQ]]
-            maxima = frame.groupby([frame[s.PG_KEY].astype(str), frame[s.RANK].to_numpy()])[s.SEQ].max()
-            newest.update({(str(k), int(r)): int(q) for (k, r), q in maxima.items()})
-        if not by_family:
-            for k, r in newest:
-                by_family.setdefault(family_of.get(k, k), []).append((k, r))
-        mine = [newest.get((key, r)) for r in ranks]
-        if None in mine or len(set(mine)) != len(mine):
-            return None
-        near = set().union(*(mates.get(r, ()) for r in ranks))
-        held = {
-            newest[m] for m in by_family.get(family_of.get(key, key), []) if m[0] != key and (not near or m[1] in near)
-        }
-        standing = [r for r, q in zip(ranks, mine) if q in held]
-        if len(standing) != 1:
-            return None
-        at = newest[(key, standing[0])]
-        return {r: q - at for r, q in zip(ranks, mine) if q is not None}
-
-    return offs
 
 
 def _program_token(

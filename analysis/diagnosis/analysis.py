@@ -19,11 +19,11 @@ from ..model.world import complete_inferred_groups, estimate_world, lone_waiting
 from ..tables.combine import return_freed_memory
 from ..tables.rowindex import RankRows
 from ..types import DumpSet
-from .alignment import Counts
 from .exchange import Imbalance, find_imbalances
 from .level_counts import LevelCounts
 from .mismatch import Mismatch
 from .model_mismatches import model_mismatches
+from .pairs import Counts
 from .waitfor import WaitGraph, build_wait_graph
 
 

@@ -159,16 +159,18 @@ def count_causes(
 ) -> dict[int, CountEdit] | None:
     """The members of cycle ``comp`` whose points explain it: those whose edit ``explains`` a
     wait, where not every member departs; an edit measured only against ranks that depart
-    too stands where strictly cheaper than theirs, and one measured only against ranks the
-    counts cannot place never; ranks that depart alike run another
+    too stands where strictly cheaper than theirs and theirs are measured so too (a pair
+    departing from each other), and one measured only against ranks the counts cannot place
+    never; ranks that depart alike run another
     program than those they were measured against. None where the counts do not decide."""
     edits = {r: e for r, e in departures.items() if isinstance(e, CountEdit) and explains(e)}
     undecided = {r for r, e in departures.items() if e is False}
     doubtful = set(edits) | undecided  # ranks that may have left the program themselves
-    stands = {
+    solid = {r for r, e in edits.items() if not set(e.against) <= doubtful}
+    stands = {  # measured only against departing ranks: where cheaper than theirs, measured so too
         r: e
         for r, e in edits.items()
-        if not set(e.against) <= doubtful or all(m in edits and e.cost < edits[m].cost for m in e.against)
+        if r in solid or all(m in edits and m not in solid and e.cost < edits[m].cost for m in e.against)
     }
     alike = Counter((e.kind, e.fewer, e.more) for e in stands.values())
     named = {r: e for r, e in stands.items() if alike[(e.kind, e.fewer, e.more)] == 1}

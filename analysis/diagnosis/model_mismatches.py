@@ -19,9 +19,10 @@ from ..model.families import Families, call_codes, description_codes
 from ..model.program import TOKEN, consensus_program
 from ..model.roles import group_roles
 from ..tables.rowkeys import first_rows
-from .alignment import Alignment, Counts, align
+from .alignment import Alignment, align
 from .departures import departures
 from .mismatch import Mismatch
+from .pairs import Counts
 
 
 def model_mismatches(

@@ -7,14 +7,20 @@ rank's history from the first departure on is then tried as the program and the 
 rank aligned to it (``edit_distance``); the cheaper alignment says which rank departed and
 how: a rank without a call the program issues elsewhere skipped it (the other adding it
 would cost more), a rank with a call of its own added it. Where both cost alike, the
-dumps do not tell the two apart: a tie.
+count of calls each issued in the group says it where one of the two stands where another
+group of their program stands and the other does not (``pair_counts``): a skip leaves a
+rank one call short of where the program stops, an extra one call over, so the rank off
+the other's count by its own edit departed. Otherwise the dumps do not tell the two apart:
+a tie. The same counts bring a pair to this test where one rank departs from a position's
+consensus but the two are off each other's count that way (the hung step's few witnesses
+may have put the consensus on the wrong side).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -120,3 +126,52 @@ def _by_count(edits: list[Edit | None], offs: dict[int, int] | None) -> Edit | N
         return None
     fits = [e for e in edits if e is not None and offs.get(e.rank, 0) == COUNT_CHANGE.get(e.kind, 0) != 0]
     return fits[0] if len(fits) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """How many calls each rank issued in each group, as the dumps keep them."""
+
+    newest: Mapping[tuple[str, int], int]
+    """(group, rank) -> the newest seq the rank issued in the group."""
+    family_of: Mapping[str, str]
+    """group -> its family (``model/families``)."""
+    mates: Mapping[int, frozenset[int]]
+    """rank -> the ranks that run its program (``model.counts.count_mates``)."""
+
+
+def pair_counts(cells: pd.DataFrame, role_of_key: dict[str, str], counts: Counts | None) -> PairCounts:
+    """See ``PairCounts``: the ranks' newest seqs in the group, against those other
+    groups of the same family (where ``counts`` gives them, of the ranks that run the same
+    program: a pipeline's stages issue different numbers) hold. Without ``counts``, the
+    newest seqs of the cells, read only when first asked (a pair is rarely in doubt)."""
+    newest: dict[tuple[str, int], int] = {}  # filled when first asked
+    family_of = counts.family_of if counts else role_of_key
+    mates = counts.mates if counts else {}
+    by_family: dict[str, list[tuple[str, int]]] = {}
+
+    def offs(key: str, ranks: list[int]) -> dict[int, int] | None:
+        if not newest:
+            if counts is not None:
+                newest.update(counts.newest)
+            else:
+                frame = cells[[s.PG_KEY, s.RANK, s.SEQ]]
+                maxima = frame.groupby([frame[s.PG_KEY].astype(str), frame[s.RANK].to_numpy()])[s.SEQ].max()
+                newest.update({(str(k), int(r)): int(q) for (k, r), q in maxima.items()})
+        if not by_family:
+            for k, r in newest:
+                by_family.setdefault(family_of.get(k, k), []).append((k, r))
+        mine = [newest.get((key, r)) for r in ranks]
+        if None in mine or len(set(mine)) != len(mine):
+            return None
+        near = set().union(*(mates.get(r, ()) for r in ranks))
+        held = {
+            newest[m] for m in by_family.get(family_of.get(key, key), []) if m[0] != key and (not near or m[1] in near)
+        }
+        standing = [r for r, q in zip(ranks, mine) if q in held]
+        if len(standing) != 1:
+            return None
+        at = newest[(key, standing[0])]
+        return {r: q - at for r, q in zip(ranks, mine) if q is not None}
+
+    return offs
