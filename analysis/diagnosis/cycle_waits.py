@@ -41,12 +41,12 @@ def explain_cycle_by_waits(a: Analysis, w: CycleWaits, view: CountView, comp: li
     if any(e.reason not in FREE + NEEDS_AN_EDIT for e in edges):
         return []  # a wait on a rank without a dump or a record: not a question of edits
     blocks = _blocks(a, w, comp)
-    out_of_turn = _own_calls(blocks)
+    broke_turns = _out_of_turn_calls(blocks)
     free = [_free(a, e, blocks) for e in edges]
     collective = [not f and e.reason == WaitReason.NOT_ISSUED for e, f in zip(edges, free, strict=True)]
     program = program_calls(a.cells, {(e.pg_key, e.seq, e.waiter) for e, c in zip(edges, collective, strict=True) if c})
-    program |= {(e.pg_key, e.seq, e.waiter): False for e in edges if out_of_turn.get(e.waiter) == (e.pg_key, e.seq)}
-    own = {**_added_by_count(a, view, blocks), **out_of_turn}
+    program |= {(e.pg_key, e.seq, e.waiter): False for e in edges if broke_turns.get(e.waiter) == (e.pg_key, e.seq)}
+    own = {**_added_by_count(a, view, blocks), **broke_turns}
     waits = [  # a send/recv is a call the program issues: its group numbers them, and posts others
         CycleWait(e.waiter, e.blocker, (e.pg_key, e.seq), f, not c or program[(e.pg_key, e.seq, e.waiter)])
         for e, f, c in zip(edges, free, collective, strict=True)
@@ -91,7 +91,7 @@ class Block:
     """The whole call of each record (``model.records``: equal where the call is)."""
 
 
-def _own_calls(blocks: dict[int, Block]) -> dict[int, tuple[str, int]]:
+def _out_of_turn_calls(blocks: dict[int, Block]) -> dict[int, tuple[str, int]]:
     """The members blocked in a call of their own: one that breaks two families' strict
     turns in their records (see ``out_of_turn``), turns every other member that issued both
     keeps (one at least): member -> the (group, seq) it is blocked in."""

@@ -55,14 +55,14 @@ class CycleWait:
 
 @dataclass(frozen=True, slots=True)
 class WaitCause:
-    """The cheaper side of the waits that need an edit."""
+    """The member whose one departure explains every wait of a cycle that needs an edit."""
 
     ranks: tuple[int, ...]
     edit: str
-    """``skip``: the member waited on skipped the calls; ``extra``: the waiter added its call."""
+    """``skip``: it skipped the calls it is waited in; ``extra``: it added the call it waits in."""
     cost: float
     against: float
-    """What the other side would cost."""
+    """What the same waits cost explained without it (the waiters' extras, the blockers' skips)."""
 
 
 def wait_cause(waits: list[CycleWait], own: Mapping[int, tuple[str, int]] | None = None) -> WaitCause | None:
