@@ -43,6 +43,12 @@ SELECTBOX_TEXT_JS = """() => [...document.querySelectorAll('[data-testid=stSelec
   e => e.textContent + ' | ' + [...e.querySelectorAll('input')].map(i => i.value).join(' | '))"""
 
 
+SELECTED_IN_URL = """([rank, seq]) => {
+  const p = new URL(location.href).searchParams;
+  return p.get('rank') === rank && p.get('seq') === seq;
+}"""
+
+
 def _wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_selector(SCRIPT_IDLE, state="attached", timeout=timeout)
 
@@ -208,6 +214,9 @@ def test_two_tabs_never_share_selection_data_or_uploads(serve, browser, stuck_du
         assert b.get_by_text(f"rank {a_rank} · seq {a_seq}").count() == 0
         assert b.get_by_text("sample scenario stuck_compute").count() == 0
         assert a.get_by_text("sample scenario healthy").count() == 0
+        # each tab's address follows its own selection (written at the end of its rerun)
+        for page, rank, seq in ((a, a_rank, a_seq), (b, b_rank, b_seq)):
+            page.wait_for_function(SELECTED_IN_URL, arg=[str(rank), str(seq)], timeout=30_000)
         assert f"rank={a_rank}" in a.url and f"seq={a_seq}" in a.url and "scenario=stuck_compute" in a.url
         assert f"rank={b_rank}" in b.url and f"seq={b_seq}" in b.url and "scenario=healthy" in b.url
 
