@@ -714,6 +714,17 @@ def test_mutated_sample_bytes_same_both_ways(case: MutatedDump, tmp_path: Path) 
         assert_same_both_ways(path, 0)
 
 
+def test_a_stream_the_scanner_takes_and_the_parse_refuses_gets_the_full_decoders_error(tmp_path: Path) -> None:
+    """Found by the test above (2026-12-07): a LONG1 of -1 put into a frame's place. The
+    scanner takes the stream and the parse refuses it ("a frame is -1"), while the unpickler
+    stops earlier ("invalid load key"); the file is then decoded in full, so both ways say
+    the same."""
+    data = bytearray(pickle.dumps(pickle.loads((SAMPLE_DUMPS / "dtype_mismatch" / "rank_0").read_bytes()), protocol=4))
+    data[604:604] = b"\x8a\x08" + b"\xff" * 8
+    path = _write(tmp_path / "rank_0", bytes(data))
+    assert assert_same_both_ways(path, 0).kind == "error"
+
+
 @pytest.mark.parametrize("at", [11, 181])  # right after the first FRAME's header; inside its data
 @pytest.mark.parametrize("length", [0, 5])
 def test_a_frame_inside_a_frame_reads_the_same_both_ways(tmp_path: Path, at: int, length: int) -> None:

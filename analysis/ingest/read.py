@@ -138,6 +138,16 @@ def _pickle_bytes(path: str, limits: Limits) -> bytes | None:
     return data if len(data) <= limits.max_file_bytes else None
 
 
+def _decoded_in_full(path: str, rank: int, limits: Limits) -> FileTables:
+    """``path`` read without the scanner: its tables, or the error the full decoder finds
+    first (a stream the scanner took may still be one the unpickler rejects earlier)."""
+    raw, fmt = read_raw(path, limits)
+    try:
+        return parse_dump(raw, rank, path, fmt, limits, None)
+    except DumpFormatError as exc:
+        raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
+
+
 def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTables:
     """Read and validate one rank's dump; raises DumpReadError with a reason on any problem.
 
@@ -153,6 +163,8 @@ def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTabl
     try:
         return parse_dump(raw, rank, path, fmt, limits, fields)
     except DumpFormatError as exc:
+        if fields is not None:  # the scanner took a stream the parse refuses: the full decoder's word
+            return _decoded_in_full(path, rank, limits)
         raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
     except RecursionError:
         raise DumpReadError("not a valid Flight Recorder dump: nested too deeply") from None
