@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -12,6 +13,7 @@ from typing import IO, Any
 
 from ..types import DEFAULT_LIMITS, DumpFormatError, DumpReadError, FileTables, Limits
 from . import native
+from .fields import EntryFields
 from .parse import parse_dump
 from .safe_pickle import SizeLimitedReader, UnsafePickleError, load_plain_pickle
 
@@ -138,34 +140,30 @@ def _pickle_bytes(path: str, limits: Limits) -> bytes | None:
     return data if len(data) <= limits.max_file_bytes else None
 
 
-def _decoded_in_full(path: str, rank: int, limits: Limits) -> FileTables:
-    """``path`` read without the scanner: its tables, or the error the full decoder finds
-    first (a stream the scanner took may still be one the unpickler rejects earlier)."""
-    raw, fmt = read_raw(path, limits)
-    try:
-        return parse_dump(raw, rank, path, fmt, limits, None)
-    except DumpFormatError as exc:
-        raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
-
-
 def read_dump(path: str, rank: int, limits: Limits = DEFAULT_LIMITS) -> FileTables:
     """Read and validate one rank's dump; raises DumpReadError with a reason on any problem.
 
     A plain pickle goes through the native scanner when it is built; anything it does not
-    take (JSON, odd or broken files) is decoded in full.
+    take (JSON, odd or broken files) is decoded in full, and so is a stream it took that
+    the parse refuses: the unpickler may reject it earlier, and its word is the file's error.
     """
     data = _pickle_bytes(path, limits) if native.available() else None
     scanned = native.scan(data, limits) if data else None
     if scanned:
-        (raw, fields), fmt = scanned, "pickle"
-    else:
-        (raw, fmt), fields = read_raw(path, limits), None
+        raw, fields = scanned
+        with contextlib.suppress(DumpFormatError):
+            return _parsed(raw, rank, path, "pickle", limits, fields)
+    raw, fmt = read_raw(path, limits)
+    try:
+        return _parsed(raw, rank, path, fmt, limits, None)
+    except DumpFormatError as exc:
+        raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
+
+
+def _parsed(raw: Any, rank: int, path: str, fmt: str, limits: Limits, fields: EntryFields | None) -> FileTables:
+    """``parse_dump``, its failures of depth and text as read errors."""
     try:
         return parse_dump(raw, rank, path, fmt, limits, fields)
-    except DumpFormatError as exc:
-        if fields is not None:  # the scanner took a stream the parse refuses: the full decoder's word
-            return _decoded_in_full(path, rank, limits)
-        raise DumpReadError(f"not a valid Flight Recorder dump: {exc}") from None
     except RecursionError:
         raise DumpReadError("not a valid Flight Recorder dump: nested too deeply") from None
     except UnicodeEncodeError:  # a lone surrogate (pickle allows them) cannot become Arrow text
