@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,9 +92,8 @@ def run_analysis(dumps: DumpSet) -> Analysis:
         index, progress, families, max([len(have_dump | set(missing))] + [len(g.ranks) for g in index.groups.values()])
     )
     _hand_back(dumps)
-    issued = {m: p.enqueued for m, p in progress.items() if p.enqueued is not None and p.enqueued >= 0}
-    mates = count_mates(index.groups.values(), families.family_of, levels.recorded_stage)
-    mismatches = model_mismatches(cells, families, Counts(issued, families.family_of, mates))
+    mates = functools.partial(count_mates, index.groups.values(), families.family_of, levels.recorded_stage)
+    mismatches = model_mismatches(cells, families, Counts(progress, families.family_of, mates))
     _hand_back(dumps)
     pending = cells.loc[~cells["done"].to_numpy(), [s.PG_KEY, s.RANK, s.SEQ, s.OP]]
     pending_ops = {

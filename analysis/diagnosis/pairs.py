@@ -18,6 +18,7 @@ may have put the consensus on the wrong side).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ import pandas as pd
 
 from .. import schema as s
 from ..model import costs
+from ..model.progress import Progress
 from .edit_distance import EXTRA, SKIP, SUBSTITUTE
 from .edits import Edit
 
@@ -63,15 +65,18 @@ def settle_pairs(
         ranks[e.pg_key].add(e.rank)
         first[e.pg_key] = min(first.get(e.pg_key, e.seq), e.seq)
     tied = dict(ties)
+    histories_at = functools.cache(lambda key, q0: _histories(key, q0, cells))  # each group's once
     settle = {
-        k: q for k, q in first.items() if len(ranks[k]) == 2 or (k, q) in even or _apart(k, q, cells, pair_counts)
+        k: q
+        for k, q in first.items()
+        if len(ranks[k]) == 2 or (k, q) in even or _apart(k, histories_at(k, q), pair_counts)
     }
     settle |= tied
     kept = [e for e in edits if e.pg_key not in settle]
     left = [t for t in ties if t[0] not in settle]
     for key, q0 in settle.items():
         q0 = min(q0, first.get(key, q0), tied.get(key, q0))
-        histories = _histories(key, q0, cells)
+        histories = histories_at(key, q0)
         if histories is None:  # not a pair: what the program said stands
             kept += [e for e in edits if e.pg_key == key]
             left += [t for t in ties if t[0] == key]
@@ -86,11 +91,10 @@ def settle_pairs(
     return kept, left
 
 
-def _apart(key: str, q0: int, cells: pd.DataFrame, pair_counts: PairCounts) -> bool:
-    """Whether the group is a pair there one of whose ranks is off the other's count, the
-    other where another group of their program stands: one of the two skipped or added a
-    call, which a position's consensus alone may put on the wrong side."""
-    histories = _histories(key, q0, cells)
+def _apart(key: str, histories: dict[int, list[int]] | None, pair_counts: PairCounts) -> bool:
+    """Whether the group is a pair (``histories``: its two ranks' rows) one of whose ranks is
+    off the other's count, the other where another group of their program stands: one of the
+    two skipped or added a call, which a position's consensus alone may put on the wrong side."""
     return histories is not None and pair_counts(key, list(histories)) is not None
 
 
@@ -130,14 +134,15 @@ def _by_count(edits: list[Edit | None], offs: dict[int, int] | None) -> Edit | N
 
 @dataclass(frozen=True, slots=True)
 class Counts:
-    """How many calls each rank issued in each group, as the dumps keep them."""
+    """How many calls each rank issued in each group, as the dumps keep them; read only where a
+    pair is in doubt."""
 
-    newest: Mapping[tuple[str, int], int]
-    """(group, rank) -> the newest seq the rank issued in the group."""
+    progress: Mapping[tuple[str, int], Progress]
+    """(group, rank) -> its progress there (``enqueued``: the newest seq it issued)."""
     family_of: Mapping[str, str]
     """group -> its family (``model/families``)."""
-    mates: Mapping[int, frozenset[int]]
-    """rank -> the ranks that run its program (``model.counts.count_mates``)."""
+    mates: Callable[[], Mapping[int, frozenset[int]]]
+    """rank -> the ranks that run its program (``model.counts.count_mates``), when asked."""
 
 
 def pair_counts(cells: pd.DataFrame, role_of_key: dict[str, str], counts: Counts | None) -> PairCounts:
@@ -145,19 +150,21 @@ def pair_counts(cells: pd.DataFrame, role_of_key: dict[str, str], counts: Counts
     groups of the same family (where ``counts`` gives them, of the ranks that run the same
     program: a pipeline's stages issue different numbers) hold. Without ``counts``, the
     newest seqs of the cells, read only when first asked (a pair is rarely in doubt)."""
-    newest: dict[tuple[str, int], int] = {}  # filled when first asked
-    family_of = counts.family_of if counts else role_of_key
-    mates = counts.mates if counts else {}
+    newest: dict[tuple[str, int], int] = {}  # these three filled when first asked
+    mates: dict[int, frozenset[int]] = {}
     by_family: dict[str, list[tuple[str, int]]] = {}
+    family_of = counts.family_of if counts else role_of_key
 
     def offs(key: str, ranks: list[int]) -> dict[int, int] | None:
-        if not newest:
-            if counts is not None:
-                newest.update(counts.newest)
-            else:
-                frame = cells[[s.PG_KEY, s.RANK, s.SEQ]]
-                maxima = frame.groupby([frame[s.PG_KEY].astype(str), frame[s.RANK].to_numpy()])[s.SEQ].max()
-                newest.update({(str(k), int(r)): int(q) for (k, r), q in maxima.items()})
+        if not newest and counts is not None:
+            newest.update(
+                {m: p.enqueued for m, p in counts.progress.items() if p.enqueued is not None and p.enqueued >= 0}
+            )
+            mates.update(counts.mates())
+        elif not newest:
+            frame = cells[[s.PG_KEY, s.RANK, s.SEQ]]
+            maxima = frame.groupby([frame[s.PG_KEY].astype(str), frame[s.RANK].to_numpy()])[s.SEQ].max()
+            newest.update({(str(k), int(r)): int(q) for (k, r), q in maxima.items()})
         if not by_family:
             for k, r in newest:
                 by_family.setdefault(family_of.get(k, k), []).append((k, r))
