@@ -56,13 +56,18 @@ def test_combined_tables_decode_to_the_files(case: str) -> None:
     assert combined["configs"].column(s.RANKS).to_pylist() == rank_lists
 
 
-def test_text_codes_widen_past_the_narrow_range() -> None:
+def _combined(first: list[str], second: list[str | None]) -> pa.Array:
+    """A text column of two parts, ``first`` then ``second``, each dictionary-encoded."""
     column = _DictionaryColumn()
-    first = [f"v{i}" for i in range(30_000)]
-    second = [f"w{i}" for i in range(10_000)] + [None, "v7"]
     column.add(pa.chunked_array([pa.array(first).dictionary_encode()]))
     column.add(pa.chunked_array([pa.array(second).dictionary_encode()]))
-    out = column.finish()
+    return column.finish()
+
+
+def test_text_codes_widen_past_the_narrow_range() -> None:
+    first = [f"v{i}" for i in range(30_000)]
+    second = [f"w{i}" for i in range(10_000)] + [None, "v7"]
+    out = _combined(first, second)
     assert out.indices.type == pa.int32()
     assert out.to_pylist() == first + second
 
@@ -73,12 +78,9 @@ def test_text_codes_take_one_byte_until_the_dictionary_outgrows_it() -> None:
     assert column.chunks[0].dtype == np.int8
     small = column.finish()
     assert small.indices.type == pa.int8() and small.null_count == 1
-    column = _DictionaryColumn()
     first = [f"v{i}" for i in range(100)]
     second = [f"w{i}" for i in range(100)] + [None, "v7"]
-    column.add(pa.chunked_array([pa.array(first).dictionary_encode()]))
-    column.add(pa.chunked_array([pa.array(second).dictionary_encode()]))
-    out = column.finish()
+    out = _combined(first, second)
     assert out.indices.type == pa.int16()
     assert out.to_pylist() == first + second
 
