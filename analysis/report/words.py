@@ -45,3 +45,8 @@ def group_label(g: _Group | None) -> str:
     if g is None:
         return "an unknown group"
     return f"group {g.name} ({g.desc or 'no description'}, {ranks_text(g.ranks, 8)})"
+
+
+def called_from(site: str | None) -> str:
+    """``, called from train.py:88``: where a collective was issued, when the dumps record it."""
+    return f", called from {site}" if site else ""
