@@ -36,9 +36,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the root-cause ranks of a hung PyTorch job from its Flight Recorder dumps.",
         epilog="Servers for agents and bots: flightdeck mcp --root DIR (MCP), flightdeck serve --root DIR (HTTP JSON).",
     )
+    _dump_arguments(p)
+    _output_arguments(p)
+    _loading_arguments(p)
+    _file_arguments(p)
+    _context_arguments(p)
+    return p
+
+
+def _dump_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the dumps are: PATH or NVIDIA's --fr-path, and which files of a folder."""
     p.add_argument("path", nargs="?", help="folder, file, glob pattern or path prefix of the dumps")
     p.add_argument("--fr-path", dest="fr_path", help="same as PATH (NVIDIA CollectiveAnalyzer flag)")
     p.add_argument("-p", "--pattern", help="glob for dump file names inside a folder (default: all known prefixes)")
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    """What is printed: text or JSON, how much, and the Parquet tables."""
     p.add_argument("--json", action="store_true", help="print one JSON object (schema flightdeck.report/1)")
     p.add_argument(
         "-v", "--verbose", action="store_true", help="add the per-group frontier table (and health check outputs)"
@@ -51,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--parquet", metavar="DIR", help="write the report and its tables as Parquet files to DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _loading_arguments(p: argparse.ArgumentParser) -> None:
+    """How the dumps are loaded: local processes or a Dask cluster, the cache, JSON copies."""
     p.add_argument("--workers", type=int, default=None, help="processes for loading (default: one per core)")
     p.add_argument(
         "--dask",
@@ -73,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the Parquet cache of the tables")
     p.add_argument("--debug", action="store_true", help="also write a .json copy of every pickle dump next to it")
+
+
+def _file_arguments(p: argparse.ArgumentParser) -> None:
+    """The report written as files: an HTML page, a Markdown postmortem, its figures."""
     p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page (opens offline)")
     p.add_argument(
         "--markdown",
@@ -80,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a Markdown postmortem to FILE, its figures (PNG and SVG) in FILE's stem + '_figures/' beside it",
     )
     p.add_argument("--png", metavar="DIR", help="write the report's figures alone (PNG and SVG) to DIR")
+
+
+def _context_arguments(p: argparse.ArgumentParser) -> None:
+    """What else is read beside the dumps: earlier dumps, live snapshots, hosts, NCCL proxy ops."""
     p.add_argument("--compare", metavar="EARLIER", help="earlier dumps of the same job: who moved in between")
     p.add_argument(
         "--watch",
@@ -95,7 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="NCCL proxy-op waits (file or folder): probing's proxy_ops/inflight_ops exports "
         "(CSV, JSON, JSON lines, Parquet) or NCCL's profiler plugin traces; also without dumps",
     )
-    return p
 
 
 def write_json_copies(path: str, pattern: str | None) -> list[str]:

@@ -69,60 +69,97 @@ def _issued(a: Analysis) -> pd.DataFrame:
     return out.drop_duplicates([s.PG_KEY, s.SEQ, s.RANK], keep="last")
 
 
-def lateness(later: Analysis, earlier: Analysis, interval_ns: int | None) -> Lateness:
-    """Who the others waited on over the collectives between ``earlier`` and ``later``."""
+_Collective = tuple[str, int]
+"""A collective of the window: (group key, seq)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """The collectives of the later snapshot, when each rank came into each, and what the
+    earlier snapshot had already seen of them."""
+
+    at: dict[_Collective, dict[int, int]]
+    """Per collective, each rank's time of issue."""
+    members: dict[str, list[int]]
+    """Per group key, its members with a dump in the later snapshot."""
+    had: dict[tuple[str, int], int]
+    """Per (group key, rank), the highest seq issued in the earlier snapshot."""
+    newest: int
+    """The later snapshot's newest entry: when a member that has not issued yet is counted in."""
+    start: int
+    """The earlier snapshot's newest entry: where the interval begins."""
+    mine: dict[int, list[tuple[int, _Collective]]]
+    """Per rank, its collectives in the order it issued them, with their times."""
+    issued_at: dict[int, list[int]]
+    """Per rank, the times of ``mine`` alone (for bisecting)."""
+
+    def last_in(self, c: _Collective) -> int:
+        """When the last member came into ``c``: the collective could not end before."""
+        got = self.at[c]
+        return self.newest if any(r not in got for r in self.members.get(c[0], ())) else max(got.values())
+
+    def own(self, r: int, c: _Collective) -> int | None:
+        """How long ``r`` took from leaving its previous collective to coming into ``c``."""
+        t = self.at[c].get(r, self.newest)
+        i = bisect.bisect_left(self.issued_at.get(r, ()), t)  # its collectives issued before t (c itself is at t)
+        if i == 0:
+            return None
+        return max(0, t - self.last_in(self.mine[r][i - 1][1]))
+
+
+def _window(later: Analysis, earlier: Analysis) -> _Window:
+    """The collectives of ``later`` with their times of issue, and how far ``earlier`` had got."""
     now = _issued(later)
     before = _issued(earlier)
     dumped = set(later.dumps.ranks)
-    newest = int(now[s.T_CREATED].max()) if len(now) else 0
-    start = int(before[s.T_CREATED].max()) if len(before) else 0  # the earlier snapshot's newest entry
-    had = before.groupby([s.PG_KEY, s.RANK])[s.SEQ].max().to_dict()  # highest seq issued earlier
-    at: dict[tuple[str, int], dict[int, int]] = {}
+    at: dict[_Collective, dict[int, int]] = {}
     for key, seq, rank, t in now[[s.PG_KEY, s.SEQ, s.RANK, s.T_CREATED]].itertuples(index=False):
         at.setdefault((key, int(seq)), {})[int(rank)] = int(t)
-    members = {k: [r for r in g.ranks if r in dumped] for k, g in later.groups.groups.items()}
-
-    def last_in(c: tuple[str, int]) -> int:  # the collective could not end before its last member came in
-        got = at[c]
-        return newest if any(r not in got for r in members.get(c[0], ())) else max(got.values())
-
-    mine: dict[int, list[tuple[int, tuple[str, int]]]] = {}
+    mine: dict[int, list[tuple[int, _Collective]]] = {}
     for c, got in at.items():
         for r, t in got.items():
             mine.setdefault(r, []).append((t, c))
     for entries in mine.values():
         entries.sort()
-    issued_at = {r: [t for t, _ in entries] for r, entries in mine.items()}
+    return _Window(
+        at=at,
+        members={k: [r for r in g.ranks if r in dumped] for k, g in later.groups.groups.items()},
+        had=before.groupby([s.PG_KEY, s.RANK])[s.SEQ].max().to_dict(),
+        newest=int(now[s.T_CREATED].max()) if len(now) else 0,
+        start=int(before[s.T_CREATED].max()) if len(before) else 0,
+        mine=mine,
+        issued_at={r: [t for t, _ in entries] for r, entries in mine.items()},
+    )
 
-    def own(r: int, c: tuple[str, int]) -> int | None:
-        """How long ``r`` took from leaving its previous collective to coming into ``c``."""
-        t = at[c].get(r, newest)
-        i = bisect.bisect_left(issued_at.get(r, ()), t)  # its collectives issued before t (c itself is at t)
-        if i == 0:
-            return None
-        return max(0, t - last_in(mine[r][i - 1][1]))
 
-    counts: dict[int, list[int]] = {}  # rank -> [collectives, last, lead_ns]
-    waits: dict[int, list[int]] = {}  # rank -> its own waits, one per collective it was last into
-    for c, got in at.items():
+def _tally(w: _Window) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per rank ``[collectives, last, lead_ns]``, and its own waits, one per collective it was last into."""
+    counts: dict[int, list[int]] = {}
+    waits: dict[int, list[int]] = {}
+    for c, got in w.at.items():
         key, seq = c
-        ms = members.get(key, [])
-        if len(ms) < 2 or all(had.get((key, r), -1) >= seq for r in ms):
+        ms = w.members.get(key, [])
+        if len(ms) < 2 or all(w.had.get((key, r), -1) >= seq for r in ms):
             continue  # not a collective of several ranks, or every member had issued it before the window
-        times = sorted((got.get(r, newest), r) for r in ms)
+        times = sorted((got.get(r, w.newest), r) for r in ms)
         (t2, second), (t1, last) = times[-2], times[-1]
-        if t1 <= start:
+        if t1 <= w.start:
             continue  # all of it before the interval (a rank without a dump in the earlier snapshot)
         for r in ms:
             counts.setdefault(r, [0, 0, 0])[0] += 1
         if t1 <= t2:
             continue
-        lead = t1 - max(t2, start)  # the wait inside the interval only
+        lead = t1 - max(t2, w.start)  # the wait inside the interval only
         counts[last][1] += 1
         counts[last][2] += lead
-        o1, o2 = own(last, c), own(second, c)
+        o1, o2 = w.own(last, c), w.own(second, c)
         if o1 is not None:
             waits.setdefault(last, []).append(max(0, min(lead, o1 - (o2 or 0))))
+    return counts, waits
+
+
+def _table(counts: dict[int, list[int]], waits: dict[int, list[int]], interval_ns: int | None) -> pd.DataFrame:
+    """``Lateness.table`` from the tallies: the waits summed, the longest, the recurring part, its share."""
     rows = []
     for r, v in sorted(counts.items()):
         w = sorted(waits.get(r, ()))
@@ -131,5 +168,12 @@ def lateness(later: Analysis, earlier: Analysis, interval_ns: int | None) -> Lat
     columns = [s.RANK, "collectives", "last", "lead_ns", "wait_ns", "longest_ns", "recurring_ns"]
     table = pd.DataFrame(rows, columns=columns)
     table["wait_share"] = table["recurring_ns"] / interval_ns if interval_ns else np.nan
+    return table
+
+
+def lateness(later: Analysis, earlier: Analysis, interval_ns: int | None) -> Lateness:
+    """Who the others waited on over the collectives between ``earlier`` and ``later``."""
+    counts, waits = _tally(_window(later, earlier))
+    table = _table(counts, waits, interval_ns)
     slow = table[table["wait_share"].fillna(0) >= WAIT_SHARE]
     return Lateness(table, interval_ns, tuple(int(r) for r in slow[s.RANK]))
