@@ -52,6 +52,13 @@ def answer(call: Callable[[], T], what: str) -> T:
 def build_server(ops: Operations) -> MCPServer:
     """An MCP server with the five tools on ``ops``."""
     server = MCPServer(name="flightdeck", instructions=INSTRUCTIONS)
+    _add_dump_tools(server, ops)
+    _add_snapshot_tools(server, ops)
+    return server
+
+
+def _add_dump_tools(server: MCPServer, ops: Operations) -> None:
+    """The tools on one set of dumps: analyze, explain_rank, group_states."""
 
     @server.tool(annotations=READ_ONLY)
     def analyze(path: PathArg) -> dict[str, Any]:
@@ -83,6 +90,10 @@ def build_server(ops: Operations) -> MCPServer:
         when the wavefront is in this group."""
         return answer(lambda: ops.group_states(path, group, max_seqs), path)
 
+
+def _add_snapshot_tools(server: MCPServer, ops: Operations) -> None:
+    """The tools on snapshots of one job taken apart in time: compare, watch_status."""
+
     @server.tool(annotations=READ_ONLY)
     def compare(
         earlier: Annotated[str, Field(description="the earlier snapshot's folder under the root")],
@@ -109,8 +120,6 @@ def build_server(ops: Operations) -> MCPServer:
         compared), snapshots (the complete ones, oldest first), waiting (newer snapshots not
         complete yet and the ranks each still lacks). line is null while no snapshot is complete."""
         return answer(lambda: ops.watch_status(dir, world), dir)
-
-    return server
 
 
 def run(ops: Operations, http: bool = False, host: str = "127.0.0.1", port: int = 8766) -> None:
