@@ -26,16 +26,24 @@ def arrivals_figure(
     the entry gone from its ring buffer (a grey ring).
     """
     issued = arrivals["issued"].astype(bool).to_numpy()
-    delay = pd.to_numeric(arrivals["delay_ms"], errors="coerce").fillna(0.0).to_numpy()
     ranks = arrivals["rank"].astype(int).to_numpy()
     states = states or {}
     never = np.array(
         [not i and states.get(int(r), NOT_ISSUED) == NOT_ISSUED for r, i in zip(ranks, issued, strict=True)]
     )
     gone = ~issued & ~never
-    suspects_set = {int(r) for r in suspects}
-    when = _when(arrivals)
     fig = go.Figure()
+    _add_delay_bars(fig, arrivals, issued, {int(r) for r in suspects})
+    _add_no_time_marks(fig, ranks, never, gone, states)
+    _lay_out(fig, ranks, legend=bool(never.any() or gone.any()))
+    return fig
+
+
+def _add_delay_bars(fig: go.Figure, arrivals: pd.DataFrame, issued: np.ndarray, suspects: set[int]) -> None:
+    """One bar per rank that issued the collective: how long after the first it did, suspects outlined."""
+    delay = pd.to_numeric(arrivals["delay_ms"], errors="coerce").fillna(0.0).to_numpy()
+    ranks = arrivals["rank"].astype(int).to_numpy()
+    when = _when(arrivals)
     fig.add_bar(
         x=[str(r) for r in ranks[issued]],
         y=delay[issued],
@@ -43,7 +51,7 @@ def arrivals_figure(
         marker={
             "color": "#607d8b",
             "line": {
-                "color": [SUSPECT_COLOR if r in suspects_set else "rgba(0,0,0,0)" for r in ranks[issued]],
+                "color": [SUSPECT_COLOR if r in suspects else "rgba(0,0,0,0)" for r in ranks[issued]],
                 "width": 2,
             },
         },
@@ -52,6 +60,12 @@ def arrivals_figure(
         customdata=np.stack([ranks[issued].astype(object), when[issued]], axis=1).reshape(-1, 2),
         hovertemplate="rank %{customdata[0]}<br>%{y:.1f} ms after the first<br>%{customdata[1]}<extra></extra>",
     )
+
+
+def _add_no_time_marks(
+    fig: go.Figure, ranks: np.ndarray, never: np.ndarray, gone: np.ndarray, states: dict[int, int]
+) -> None:
+    """A mark on the axis for each rank with no entry: a cross if it never issued, a ring if the entry is gone."""
     marks = (
         (never, NEVER_ISSUED, "x-thin-open", STATE_COLORS[NOT_ISSUED], lambda r: "never issued it"),
         (gone, NO_RECORD, "circle-open", "#90a4ae", lambda r: f"no record ({STATE_NAMES[states.get(int(r), 0)]})"),
@@ -71,6 +85,10 @@ def arrivals_figure(
             cliponaxis=False,
             hovertemplate="rank %{x}<br>%{text}: no time to show<extra></extra>",
         )
+
+
+def _lay_out(fig: go.Figure, ranks: np.ndarray, legend: bool) -> None:
+    """The ranks across in their order, the delay up from zero; a legend only when there are marks."""
     fig.update_layout(
         height=260,
         margin={"l": 10, "r": 10, "t": 24, "b": 40},
@@ -78,10 +96,9 @@ def arrivals_figure(
         yaxis={"title": "issued after first (ms)", "rangemode": "tozero"},
         bargap=0.15,
         plot_bgcolor="#ffffff",
-        showlegend=bool(never.any() or gone.any()),
+        showlegend=legend,
         legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"},
     )
-    return fig
 
 
 def _when(arrivals: pd.DataFrame) -> np.ndarray:

@@ -19,9 +19,22 @@ SELECT_COLOR = "#00b0ff"
 def matrix_figure(m: Matrix, metric: str, selected: tuple[int, int] | None = None) -> go.Figure:
     """Receivers down, senders across, ``metric`` in ms per op; every edge is clickable
     (a transparent marker on it: plotly heatmaps send no click to Streamlit)."""
+    fig = go.Figure([_heat(m, metric), _edge_markers(m, metric)])
+    _lay_out_matrix(fig, m)
+    if selected is not None:
+        pos = {int(r): i for i, r in enumerate(m.receivers)}
+        if selected[0] in pos and selected[1] in pos:
+            y, x = pos[selected[0]], pos[selected[1]]
+            fig.add_shape(
+                type="rect", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5, line={"color": SELECT_COLOR, "width": 3}
+            )
+    return fig
+
+
+def _heat(m: Matrix, metric: str) -> go.Heatmap:
+    """The matrix itself, one cell per (receiver, sender), gaps between cells while they are few."""
     n = len(m.receivers)
-    labels = [str(int(r)) for r in m.receivers]
-    heat = go.Heatmap(
+    return go.Heatmap(
         z=m.z,
         x0=0,
         dx=1,
@@ -34,8 +47,13 @@ def matrix_figure(m: Matrix, metric: str, selected: tuple[int, int] | None = Non
         ygap=1 if n <= 64 else 0,
         name=metric,
     )
+
+
+def _edge_markers(m: Matrix, metric: str) -> go.Scatter:
+    """A transparent marker on every edge: what the hover names and a click selects."""
+    n = len(m.receivers)
     c = m.cells
-    overlay = go.Scatter(
+    return go.Scatter(
         x=c["col"],
         y=c["row"],
         mode="markers",
@@ -46,7 +64,12 @@ def matrix_figure(m: Matrix, metric: str, selected: tuple[int, int] | None = Non
         showlegend=False,
         name="edges",
     )
-    fig = go.Figure([heat, overlay])
+
+
+def _lay_out_matrix(fig: go.Figure, m: Matrix) -> None:
+    """Senders across, receivers down from the top, every rank ticked while they are few."""
+    n = len(m.receivers)
+    labels = [str(int(r)) for r in m.receivers]
     ticks = list(range(n)) if n <= 48 else list(range(0, n, max(1, n // 32)))
     fig.update_layout(
         height=int(min(720, max(320, 16 * n + 120))),
@@ -69,14 +92,6 @@ def matrix_figure(m: Matrix, metric: str, selected: tuple[int, int] | None = Non
             "showgrid": False,
         },
     )
-    if selected is not None:
-        pos = {int(r): i for i, r in enumerate(m.receivers)}
-        if selected[0] in pos and selected[1] in pos:
-            y, x = pos[selected[0]], pos[selected[1]]
-            fig.add_shape(
-                type="rect", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5, line={"color": SELECT_COLOR, "width": 3}
-            )
-    return fig
 
 
 def _levels(edges: pd.DataFrame, roots: tuple[int, ...]) -> dict[int, int]:
