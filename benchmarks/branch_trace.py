@@ -3,11 +3,12 @@
 The one model (``docs/one-model.md``) replaces the rule chain of ``hang._component`` in
 stages; this is how each stage measures what the chain still decides. Every case folder
 given (or every stored case, as ``engine_diff`` lists them) is diagnosed once; for each
-root component of its wait-for graph with 2 to 64 members, the ``return`` of
+root component of its wait-for graph with 2 to 64 members (``--smallest 1``: a root alone
+too), the ``return`` of
 ``_component`` that produced its findings is recorded (by its source line), with the
 finding kinds, the ranks named and the truth's ranks among the members.
 
-    python -m benchmarks.branch_trace [--cases DIR ...] [--json FILE]
+    python -m benchmarks.branch_trace [--cases DIR ...] [--smallest N] [--json FILE]
 
 Prints one line per branch: cycles, named right, named wrong (graded where the case has a
 ``truth.json``), and the cases it got wrong.
@@ -52,7 +53,7 @@ class Trace:
         return local
 
 
-def trace_case(case: Path) -> list[dict[str, Any]]:
+def trace_case(case: Path, smallest: int = 2) -> list[dict[str, Any]]:
     """The cycles of one case, each with the branch that decided it."""
     truth_file = case / "truth.json"
     truth = json.loads(truth_file.read_text()).get("culprit_ranks") if truth_file.exists() else None
@@ -66,7 +67,7 @@ def trace_case(case: Path) -> list[dict[str, Any]]:
             found, notes = original(w, order, comp)
         finally:
             sys.settrace(None)
-        if 1 < len(comp) <= LARGEST:
+        if smallest <= len(comp) <= LARGEST:
             named = sorted({r for f in found for r in f.ranks})
             inside = None if truth is None else sorted(set(truth) & set(comp))
             line = trace.lines[-1] if trace.lines else 0
@@ -96,9 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=Path, action="append", default=[], help="a folder of generated cases")
     ap.add_argument("--json", type=Path, help="write every cycle's record here")
+    ap.add_argument("--smallest", type=int, default=2, help="fewest members of a component traced (1: roots alone too)")
     args = ap.parse_args(argv)
     cases = stored_cases([]) + [p for root in args.cases for p in sorted(root.iterdir()) if p.is_dir()]
-    cycles = [c for case in cases for c in trace_case(case)]
+    cycles = [c for case in cases for c in trace_case(case, args.smallest)]
     if args.json:
         args.json.write_text(json.dumps(cycles))
     by_branch: Counter = Counter()
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             graded[(name, c["named"] == c["truth"])] += 1
             if c["named"] != c["truth"]:
                 wrong[name].append(Path(c["case"]).name)
-    print(f"{len(cycles)} cycles of 2 to {LARGEST} members in {len(cases)} cases")
+    print(f"{len(cycles)} components of {args.smallest} to {LARGEST} members in {len(cases)} cases")
     print(f"{'cycles':>6} {'right':>5} {'wrong':>5}  branch")
     for name, n in by_branch.most_common():
         print(f"{n:>6} {graded[(name, True)]:>5} {graded[(name, False)]:>5}  {name}")

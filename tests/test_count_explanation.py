@@ -99,6 +99,61 @@ def test_ranks_blocked_in_one_collective_compare_as_they_stood_when_they_issued_
     assert isinstance(edit, CountEdit) and (edit.kind, edit.more) == ("extra", "tp")
 
 
+def test_a_rank_waited_in_two_calls_stands_before_both():
+    # ranks 0-2 issued their embedding all_reduce (emb 2) and wait for rank 3 in dp seq 3;
+    # rank 3 is waited in emb 2 too: it stopped before both, one fewer emb is no edit
+    points = {r: {"tp": 12, "dp": 3, "emb": 2} for r in (0, 1, 2)} | {3: {"tp": 12, "dp": 2, "emb": 1}}
+    places = {Place("dp", 3, True): (0, 1, 2), Place("emb", 2, True): ()}
+    assert count_departure(3, points, places, MATES) is None
+    # not waited in emb, the one emb fewer is a skip
+    edit = count_departure(3, points, {Place("dp", 3, True): (0, 1, 2)}, MATES)
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.fewer) == ("skip", "emb")
+
+
+def test_in_step_at_one_place_speaks_only_for_the_families_counted_there():
+    # rank 3 holds dp seq 3 with ranks 0-2 (they record no send/recv) and a recv with rank 4,
+    # which posted one more: in step in tp and dp, one send/recv short
+    points = {**STEP, 3: {"tp": 12, "dp": 3, "pp": 5}, 4: {"tp": 12, "dp": 3, "pp": 6}}
+    places = {Place("dp", 3, False): (0, 1, 2), Place("pp", 0, False, "recv+1"): (4,)}
+    edit = count_departure(3, points, places, MATES | {4})
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.fewer) == ("skip", "pp")
+    # a difference in a family the ranks in step with it counted too is no departure
+    points[4] = {"tp": 13, "dp": 3, "pp": 5}
+    assert count_departure(3, points, places, MATES | {4}) is None
+
+
+def test_a_family_with_a_send_recv_group_is_left_out_of_every_point():
+    # the pipeline group of ranks 1 and 3 holds no send/recv in the dumps (none pending in an
+    # only-active dump), so its pg_status counts collectives alone; its sibling's counts both
+    groups = [
+        ProcessGroup("pp0", "4", "pp", (0, 2), Membership.PG_CONFIG, has_p2p=True),
+        ProcessGroup("pp1", "5", "pp", (1, 3), Membership.PG_CONFIG),
+        ProcessGroup("dp", "3", "dp", (0, 1, 2, 3), Membership.PG_CONFIG),
+    ]
+    family = {"pp0": "pp", "pp1": "pp", "dp": "dp"}
+    progress = {("pp0", r): _progress(40) for r in (0, 2)} | {("pp1", r): _progress(0) for r in (1, 3)}
+    progress |= {("dp", r): _progress(5) for r in range(4)}
+    assert count_points(groups, progress, family) == {r: {"dp": 5} for r in range(4)}
+
+
+def test_a_rank_holding_a_collective_past_the_others_of_its_step_issued_the_next_one_at_that_seq():
+    # ranks 0-2 issued dp seq 3 with 12 tp and 4 ep calls; rank 3 issued its dp seq 3 having
+    # issued one more of each: it went past their dp 3 (one skip) and its dp 3 is their dp 4
+    at = {**STEP, 3: {"tp": 13, "dp": 3, "ep": 5}} | {r: {"tp": 12, "dp": 3, "ep": 4} for r in (0, 1, 2)}
+    edit = count_departure(3, at, {Place("dp", 3, False): (0, 1, 2)}, MATES)
+    assert isinstance(edit, CountEdit)
+    assert (edit.kind, edit.fewer, edit.went_on) == ("skip", "dp", (("ep", 1), ("tp", 1)))
+    # one more of one family only is as well an extra of it: both readings are kept
+    one = {**STEP, 3: {"tp": 13, "dp": 3}}
+    edit = count_departure(3, one, {Place("dp", 3, False): (0, 1, 2)}, MATES)
+    assert isinstance(edit, CountEdit) and (edit.kind, edit.more, edit.or_skip) == ("extra", "tp", "dp")
+    skip = edit.as_skip()
+    assert (skip.kind, skip.fewer, skip.more, skip.went_on, skip.cost) == ("skip", "dp", None, (("tp", 1),), 2.0)
+    # where they wait for it, one more stays an extra (it has not issued the call they wait in)
+    waited = count_departure(3, {**STEP, 3: {"tp": 13, "dp": 2}}, {Place("dp", 3, True): (0, 1, 2)}, MATES)
+    assert isinstance(waited, CountEdit) and waited.or_skip is None
+
+
 def test_what_a_rank_issued_after_a_call_it_holds_pending_by_record_order():
     entries = pd.DataFrame(
         {

@@ -9,6 +9,7 @@ import pandas as pd
 from analysis import schema as s
 from analysis.diagnosis.analysis import run_analysis
 from analysis.model.groups import _config_groups
+from analysis.model.pg_ids import ids_by_creation_order
 from analysis.tables.load import load
 
 
@@ -75,3 +76,33 @@ def test_a_lost_group_is_not_guessed_where_two_groups_are_short(tmp_path: Path) 
     a = run_analysis(load(tmp_path, use_cache=False, workers=1))
     assert a.groups.groups["1"].ranks == (0, 2, 4)
     assert (6, "1") not in a.groups.status_key_of
+
+
+def _listed(groups_of: dict[int, list[str]]) -> pd.DataFrame:
+    rows = [(r, name) for r, names in groups_of.items() for name in names]
+    return pd.DataFrame(rows, columns=[s.RANK, s.PG_NAME])
+
+
+def test_local_ids_follow_the_order_a_process_made_its_groups() -> None:
+    """torch numbers the groups a process belongs to 0, 1, 2, ... as it makes them, and the
+    default names count every group the job makes: rank 0's third group by name ('5') is its
+    id 2, though no entry of rank 0 names it."""
+    configs = _listed({0: ["0", "1", "5", "12"], 1: ["0", "1", "7"]})
+    shown = {(0, "1"): "1", (1, "2"): "7"}
+    order = ids_by_creation_order(configs, shown)
+    assert order[(0, "2")] == "5" and order[(0, "3")] == "12" and order[(1, "0")] == "0"
+    # one id the entries name otherwise, and the job is not read so at all
+    assert ids_by_creation_order(configs, {**shown, (1, "1"): "7"}) == {}
+    # groups named by the job (not numbers), or nothing to check the order against
+    assert ids_by_creation_order(_listed({0: ["0", "tp"]}), {(0, "0"): "0"}) == {}
+    assert ids_by_creation_order(configs, {}) == {}
+
+
+def test_an_only_active_dump_reads_a_group_without_entries_through_its_local_id() -> None:
+    """NCCL-shaped only-active dumps: rank 6 skipped its embedding all_reduce (group 46, id
+    5) and no entry of it is left on rank 6; its pg_status says it issued one there, where
+    rank 30, its peer, issued two."""
+    case = Path(__file__).parent / "regressions" / "skip_collective-618747"
+    a = run_analysis(load(case, use_cache=False, workers=1))
+    assert a.groups.status_key_of[(6, "5")] == "46"
+    assert (a.progress[("46", 6)].enqueued, a.progress[("46", 30)].enqueued) == (1, 2)

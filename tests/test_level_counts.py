@@ -59,29 +59,6 @@ def test_a_stalled_collective_whose_members_match_their_peers_is_left_alone() ->
     assert _levels({0: 10, 1: 10, 2: 10, 3: 10}).stalled({("tp0", 10): [0, 1]}) == []
 
 
-def test_a_rank_ahead_in_one_group_and_behind_in_another_left_the_program() -> None:
-    # rank 1 issued one more tensor-parallel collective and one fewer data-parallel one
-    # than ranks 0, 2, 3, which agree: it is at no point of their program
-    levels = _levels({0: 10, 1: 11, 2: 10, 3: 10}, dp_counts={1: 3, 3: 3})
-    levels_dp = {r: levels._issued("dp0" if r in (0, 2) else "dp1", r) for r in range(4)}
-    assert levels_dp == {0: 4, 1: 3, 2: 4, 3: 3}
-    # dp1 (ranks 1, 3) is at 3 for both: rank 1 is level there, so only tp tells
-    assert levels.off_program(1) is None
-    levels = _levels({0: 10, 1: 11, 2: 10, 3: 10}, dp_counts={1: 3})
-    assert levels.off_program(1) == ("tp0", 1)
-    assert levels.off_program(0) is None
-
-
-def test_a_rank_only_behind_its_program_stopped_and_did_not_leave_it() -> None:
-    levels = _levels({0: 10, 1: 9, 2: 10, 3: 10}, dp_counts={1: 3})
-    assert levels.off_program(1) is None  # behind in both: stuck before, not elsewhere
-
-
-def test_program_mates_are_the_ranks_of_the_same_program() -> None:
-    levels = _levels({0: 10, 1: 10, 2: 10, 3: 10})
-    assert levels.program_mates(1, {0, 1, 3}) == {0, 3}
-
-
 def test_a_group_every_member_got_through_is_no_witness() -> None:
     """Level in a data-parallel group whose last collective both completed, the two may be
     anywhere after it (a checkpoint barrier long ago): their counts elsewhere tell nothing."""

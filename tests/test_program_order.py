@@ -69,14 +69,3 @@ def test_what_the_waiters_queued_behind_the_missing_one_shows_a_skip() -> None:
     order = _order(rows)
     assert order.skipped_to(2, ("dp", 0), waiters={0, 1}) == ("tp", 1)
     assert order.skipped_to(2, ("dp", 0), waiters={0, 1, 3}) is None
-
-
-def test_a_seq_issued_after_what_its_program_issues_later_is_out_of_place() -> None:
-    """Ranks 0-2 issue tp 1 before dp 0; rank 3 issued dp 0 and then tp 1: its tp 1 stands
-    where the others issued a later one."""
-    program = [("tp0", 0), ("tp0", 1), ("dp", 0)]
-    rows = _run(0, program) + _run(1, program) + _run(2, program) + _run(3, [("tp1", 0), ("dp", 0), ("tp1", 1)])
-    order = _order(rows)
-    assert order.out_of_place(3, ("tp", 1), mates=[0, 1, 2]) == ("dp", 0)
-    assert order.out_of_place(0, ("tp", 1), mates=[1, 2, 3]) is None
-    assert order.out_of_place(3, ("tp", 1), mates=[0]) is None  # one mate is no consensus

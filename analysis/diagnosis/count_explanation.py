@@ -5,11 +5,18 @@ the dumps hold only pending entries, the records are numbered apart), the points
 :mod:`..model.counts` still can. Each member is compared with the ranks of its program:
 
 - at its **place**: the ranks of its program blocked in the collective it is blocked in
-  hold the point it should hold; where none is, the ranks waiting for it in a collective
-  it has not issued hold the point it would hold once it issues that one;
-- where they wait for it, a rank that issued more of every other family than they had when
-  they issued that collective, two or more in all, went past it: one skip, its later calls
-  its program's (one more in all is as well one extra before it, and stays that);
+  hold the point it should hold, as they stood when they issued it (in step at one place,
+  it is in step in the families counted there; a departure at another place, in families
+  not counted there, stands); where none is, the ranks waiting for it in a collective
+  it has not issued hold the point it would hold once it issues that one (and every other
+  collective it is waited in that they issued before: one fewer of those is no edit);
+- a rank that issued more of every other family than the ranks there had when they issued
+  that collective, two or more in all, went past it: one skip, its later calls its
+  program's; where it holds that collective, it issued the family's next one at that seq
+  (a count-neutral skip). One more in all is as well one extra before it: where the rank
+  holds the collective, the explanation takes the reading that explains a wait (an extra
+  where it waits in that family, else the skip where peers wait for it in the one it
+  holds); where they wait for it, it stays an extra;
 - elsewhere: a point incomparable with most of theirs (more of one family, fewer of
   another) is off the chain their program makes.
 
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import schema as s
 from ..model import costs
@@ -62,8 +69,19 @@ class CountEdit:
     against: tuple[int, ...]
     cost: float
     went_on: tuple[tuple[str, int], ...] = ()
-    """For a skip of the call its peers wait for it in: how many more of each other family it
-    issued than they had when they issued that one (it went on with its program)."""
+    """For a skip of the call its peers wait for it in, or of the call it holds: how many more
+    of each other family it issued than they had when they issued that one (it went on with
+    its program)."""
+    or_skip: str | None = None
+    """For one more of a family where it holds a call of another (this family): as well a
+    skip of that one, the rank's call there being the family's next (the same count of
+    either edit). The explanation takes the reading that explains a wait."""
+
+    def as_skip(self) -> CountEdit:
+        """The other reading of an extra with ``or_skip``: a skip of the call it holds."""
+        assert self.or_skip is not None and self.more is not None
+        went_on = ((self.more, 1),)
+        return CountEdit(self.rank, SKIP, self.or_skip, None, self.place, self.against, costs.SKIP, went_on)
 
 
 def difference(mine: Point, theirs: list[Point]) -> dict[str, int] | None:
@@ -130,28 +148,43 @@ def count_departure(
     at = at or (lambda r, place: points.get(r, {}))
     blocked = {p: ranks for p, ranks in places.items() if ranks and not p.waited}
     where = blocked or {p: ranks for p, ranks in places.items() if ranks}
-    best: tuple[int, dict[str, int], Place, tuple[int, ...]] | None = None
+    waited_in = {p.family for p in places if p.waited}
+    found = []
     for place, ranks in sorted(where.items(), key=lambda kv: (kv[0].family, kv[0].seq)):
         me = dict(mine) if place.waited else dict(at(rank, place))
         if place.waited and place.family in me:
             me[place.family] += 1
-        diff = difference(me, [at(r, place) for r in ranks if r in points])
+        theirs = [at(r, place) for r in ranks if r in points]
+        diff = difference(me, theirs)
         if diff is None:
-            continue
-        if not diff:
-            return None  # at one point with the ranks of its program there
-        if place.waited and all(d > 0 for d in diff.values()) and sum(diff.values()) > 1:  # went on without it
-            went_on = tuple(sorted(diff.items()))
-            return CountEdit(rank, SKIP, place.family, None, place, ranks, costs.SKIP, went_on)
-        units = sum(abs(d) for d in diff.values())
-        if best is None or units < best[0]:
-            best = (units, diff, place, ranks)
-    if best is not None:
-        return _edit(rank, best[1], best[2], best[3])
+            continue  # the ranks there disagree among themselves
+        if place.waited:  # it stands before every call it is waited in: one fewer of those is no edit
+            diff = {f: d for f, d in diff.items() if not (d == -1 and f in waited_in)}
+        found.append((place, ranks, diff, {f for f in me if any(f in p for p in theirs)}))
+    in_step = {f for _, _, diff, compared in found if not diff for f in compared}
+    departed = [(place, ranks, diff) for place, ranks, diff, _ in found if diff and not in_step & diff.keys()]
+    if departed:
+        return _departure(rank, departed)
+    if found:
+        return None  # at one point with the ranks of its program where it was compared
     if where:
-        return False  # the ranks there disagree among themselves
+        return False
     chain = off_the_chain(mine, {m: points[m] for m in sorted(mates) if m != rank and m in points})
     return chain if chain is None or chain is False else _edit(rank, chain[0], None, chain[1])
+
+
+def _departure(rank: int, departed: list[tuple[Place, tuple[int, ...], dict[str, int]]]) -> CountEdit | bool:
+    """The edit of the places where ``rank`` departs: where it issued more of every other
+    family than the ranks there, two or more in all, it went past that call (one skip);
+    else the smallest difference."""
+    for place, ranks, diff in departed:
+        if all(d > 0 for d in diff.values()) and sum(diff.values()) > 1:  # went on without it
+            went_on = tuple(sorted(diff.items()))
+            return CountEdit(rank, SKIP, place.family, None, place, ranks, costs.SKIP, went_on)
+    place, ranks, diff = min(departed, key=lambda found: sum(abs(d) for d in found[2].values()))
+    edit = _edit(rank, diff, place, ranks)
+    neutral = isinstance(edit, CountEdit) and edit.kind == EXTRA and not place.waited and not place.op
+    return replace(edit, or_skip=place.family) if neutral else edit
 
 
 def count_causes(
@@ -174,6 +207,6 @@ def count_causes(
     }
     alike = Counter((e.kind, e.fewer, e.more) for e in stands.values())
     named = {r: e for r, e in stands.items() if alike[(e.kind, e.fewer, e.more)] == 1}
-    if not named or len(named) == len(comp) or len(named) + len(undecided) == len(comp):
+    if not named or (len(comp) > 1 and (len(named) == len(comp) or len(named) + len(undecided) == len(comp))):
         return None
     return named

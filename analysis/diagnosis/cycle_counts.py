@@ -47,7 +47,7 @@ class CountView:
 
     @functools.cached_property
     def mates(self) -> dict[int, frozenset[int]]:
-        return count_mates(self.a.groups.groups.values(), self.family_of, self.a.levels.recorded_stage)
+        return count_mates(self.a.groups.groups.values(), self.family_of, self.a.levels.stage)
 
     @functools.cached_property
     def heads(self) -> dict[int, list[Blocked]]:
@@ -86,8 +86,17 @@ class CountView:
         self.prepare(set(new) | {m for at in places.values() for ranks in at.values() for m in ranks})
         mates = self.mates
         for r in new:
-            self._departure[r] = count_departure(r, self.points, places[r], mates.get(r, frozenset()), self.point_at)
+            found = count_departure(r, self.points, places[r], mates.get(r, frozenset()), self.point_at)
+            self._departure[r] = self._reading(found)
         return {r: self._departure[r] for r in comp}
+
+    def _reading(self, e: CountEdit | None | bool) -> CountEdit | None | bool:
+        """Of an extra that is as well a skip of the call the rank holds (``or_skip``), the
+        reading that explains a wait: the extra where it does, else the skip where that does."""
+        if not isinstance(e, CountEdit) or e.or_skip is None or self.explains(e):
+            return e
+        skip = e.as_skip()
+        return skip if self.explains(skip) else e
 
     @functools.cached_property
     def blocked_at(self) -> dict[Place, set[int]]:
@@ -113,7 +122,8 @@ class CountView:
         mates = self.mates.get(rank, frozenset()) - {rank}
         found = [self.place(b) for b in self.pending.get(rank, [])]
         waits = self.w.into.get(rank, [])
-        found += [Place(self.family(e.pg_key), e.seq, True) for e in waits if e.reason == WaitReason.NOT_ISSUED]
+        not_issued = (WaitReason.NOT_ISSUED, WaitReason.P2P_UNMATCHED)  # it stands before each (see count_departure)
+        found += [Place(self.family(e.pg_key), e.seq, True) for e in waits if e.reason in not_issued]
         at = self.blocked_at
         return {p: tuple(sorted(at.get(replace(p, waited=False), set()) & mates)) for p in found}
 

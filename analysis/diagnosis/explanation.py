@@ -143,7 +143,7 @@ def cycle_causes(
         for r, e in edits.items()
         if alike[_how(records, e)] == 1 and _stands(r, e, edits, undecided, mates_of) and explains(e)
     }
-    if not named or len(named) == len(comp) or len(named) + len(undecided) == len(comp):
+    if not named or (len(comp) > 1 and (len(named) == len(comp) or len(named) + len(undecided) == len(comp))):
         return None
     return named
 

@@ -27,10 +27,8 @@ from .order_rules import (
     extra,
     held_by_divergent,
     issued_before,
-    out_of_place,
     skipped,
     unexplained,
-    went_ahead,
     went_past,
 )
 from .root_findings import held_by_stall, straggler, waited_on
@@ -58,9 +56,13 @@ MAX_COUNTED = 64
 def _departed_records(w: HangView, comp: list[int]) -> list[Finding]:
     """The members of a cycle whose records explain it (see :mod:`.cycle_records`), else
     whose counts do (see :mod:`.cycle_counts`), else the member its waits name (see
-    :mod:`.cycle_waits`)."""
+    :mod:`.cycle_waits`). A root alone is read by its counts and waits only: with no member
+    in step beside it, its records against its program's, record by record, speak as much
+    of ranks at another stage the dumps did not tell apart as of it; its counts are
+    compared only with ranks held, or waiting, at the same call."""
+    by_records = explain_cycle(w.a, w.cycle_waits, comp) if len(comp) > 1 else []
     return (
-        explain_cycle(w.a, w.cycle_waits, comp)
+        by_records
         or explain_cycle_by_counts(w.a, w.count_view, comp)
         or explain_cycle_by_waits(w.a, w.cycle_waits, w.count_view, comp)
     )
@@ -70,17 +72,10 @@ def _component(w: HangView, order: ProgramOrder, comp: list[int]) -> tuple[list[
     """Findings for one root component of the wait-for graph, and notes."""
     if len(comp) == 1 and held_by_stall(w, comp[0]):
         return [], []
-    by_records = _departed_records(w, comp) if 1 < len(comp) <= MAX_COUNTED else []
+    by_records = _departed_records(w, comp) if len(comp) <= MAX_COUNTED else []
     if by_records:  # records that depart from those of their program's ranks
         return by_records, []
     causes = unexplained(w, comp) if len(comp) > 1 else {}
-    off = {r: found for r in comp if (found := w.a.levels.off_program(r))} if len(comp) <= MAX_COUNTED else {}
-    off = {r: found for r, found in off.items() if not w.a.levels.program_mates(r, set(off))}  # off each other
-    if off and (len(off) < len(comp) or len(comp) == 1):  # ahead in one group, behind in another
-        return [went_ahead(w, r, key, more) for r, (key, more) in sorted(off.items())], []
-    placed = {r: f for r in comp if (f := out_of_place(w, order, r))} if 1 < len(comp) <= MAX_COUNTED else {}
-    if placed and len(placed) < len(comp):  # a seq of its group where its program issues another
-        return list(placed.values()), []
     if causes and len(causes) < len(comp):
         found = {r: went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
         return [f for r, f in found.items() if f is not None and not held_by_divergent(r, causes, found)], []

@@ -10,10 +10,8 @@ from collections import defaultdict
 from .. import schema as s
 from ..model.callsites import job_call_sites
 from ..model.cells import created_ns
-from ..model.order import ProgramOrder
 from ..model.routine import Routine
 from .analysis import Analysis
-from .counts_at import CountsAt
 from .cycle_counts import CountView
 from .cycle_records import CycleWaits
 from .findings import NEVER
@@ -37,17 +35,11 @@ class HangView:
             for k, r, q, t in pending[[s.PG_KEY, s.RANK, s.SEQ, s.T_CREATED]].itertuples(index=False)
         }
         self.blocked_ranks = {b.rank for b in self.graph.blocked}
-        self._counts_at: CountsAt | None = None
         self.heads: dict[int, list[Blocked]] = defaultdict(list)
         """Each rank's collectives it waits in (not queued behind one of its own)."""
         for b in self.graph.blocked:
             if not b.queued and not b.is_p2p:
                 self.heads[b.rank].append(b)
-
-    def counts_at(self, order: ProgramOrder) -> CountsAt:
-        if self._counts_at is None:
-            self._counts_at = CountsAt(self.a, order, self.routines.stage_of)
-        return self._counts_at
 
     @functools.cached_property
     def call_sites(self) -> dict[int, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..model.families import Families, Stage, rank_programs, rank_stages
+from ..model.families import Families, rank_programs, rank_stages
 from ..model.groups import GroupIndex, ProcessGroup
 from ..model.progress import Progress
 from ..types import FailureClass
@@ -48,7 +48,6 @@ class LevelCounts:
         self._offsets: dict[tuple[str, int], int | None] = {}
         self._level: dict[str, bool] = {}
         self._peers: dict[tuple[str, str, frozenset[str] | None], tuple[Counter, dict[str, Counter]]] = {}
-        self._by_program: dict[tuple[frozenset[str], Stage | None, str], Counter] = {}
 
     def _issued(self, key: str, rank: int) -> int | None:
         p = self.progress.get((key, rank))
@@ -178,45 +177,3 @@ class LevelCounts:
         return any(
             g.key != leave_out and others & set(g.ranks) and self._is_level(g) for g in self.groups_of.get(rank, [])
         )
-
-    def off_program(self, rank: int) -> tuple[str, int] | None:
-        """Where ``rank`` issued more collectives of one description and fewer of another than
-        every other rank of its program did (they agree among themselves): no point of one
-        program has it both ahead and behind of the rest, so it left the program (it added or
-        skipped a collective). Returns the group it is furthest ahead in, and by how many.
-        With one other rank in the program the two are off each other alike: the caller
-        tells them apart (see ``program_mates``)."""
-        mine = self.program.get(rank)
-        if not mine:
-            return None
-        diffs: dict[str, int] = {}
-        for g in self.groups_of.get(rank, []):
-            count = self._issued(g.key, rank)
-            if not g.desc or count is None:
-                continue
-            others = self._program_counts(mine, self.stage.get(rank), g.desc) - Counter({count: 1})
-            if len(others) != 1:
-                continue  # the program's other ranks disagree in this description (or there are none)
-            (usual,) = others
-            if count != usual:
-                diffs[g.key] = count - usual
-        if not diffs or min(diffs.values()) > 0 or max(diffs.values()) < 0:
-            return None
-        key = max(diffs, key=lambda k: diffs[k])
-        return key, diffs[key]
-
-    def program_mates(self, rank: int, others: set[int]) -> set[int]:
-        """Those of ``others`` that run ``rank``'s program at its stage."""
-        mine, stage = self.program.get(rank), self.stage.get(rank)
-        return {r for r in others if r != rank and mine and self.program.get(r) == mine and self.stage.get(r) == stage}
-
-    def _program_counts(self, program: frozenset[str], stage: Stage | None, desc: str) -> Counter:
-        """How many ranks of ``program`` at ``stage`` issued each count in their group of ``desc``."""
-        if (program, stage, desc) not in self._by_program:
-            counts: Counter = Counter()
-            for r, p in self.program.items():
-                k = self._group_with_desc(r, desc) if p == program and self.stage.get(r) == stage else None
-                if k is not None and (c := self._issued(k, r)) is not None:
-                    counts[c] += 1
-            self._by_program[(program, stage, desc)] = counts
-        return self._by_program[(program, stage, desc)]

@@ -26,9 +26,7 @@ def skipped(w: HangView, order: ProgramOrder, rank: int) -> Finding | None:
             continue
         waiters = w.waiters_at(rank, e.pg_key, e.seq)
         token, voters = order.token(e.pg_key, e.seq), w.routines.program_ranks(rank)
-        went_to = order.skipped_to(rank, token, set(waiters), voters) or w.counts_at(order).went_past(
-            rank, e.pg_key, e.seq, w.routines.same_program(rank)
-        )
+        went_to = order.skipped_to(rank, token, set(waiters), voters)
         if went_to is not None:
             return Finding(
                 Kind.SKIPPED,
@@ -155,54 +153,6 @@ def _past(w: HangView, rank: int, passed: list[WaitEdge]) -> Finding:
     return Finding(
         Kind.WENT_PAST, Role.SUSPECT, (rank,), FailureClass.DESYNC, e.pg_key, e.seq, e.op, waiters, w.since([e])
     )
-
-
-def went_ahead(w: HangView, rank: int, key: str, more: int) -> Finding:
-    """``rank`` issued ``more`` collectives of group ``key`` than its level peers: the members
-    of its cycle wait for it where it has not come back to (see :mod:`.level_counts`)."""
-    waits = w.into.get(rank, [])
-    e = min(waits, key=lambda e: (w.created.get((e.pg_key, e.waiter, e.seq), NEVER), e.seq)) if waits else None
-    where = (e.pg_key, e.seq, e.op) if e is not None else (key, None, None)
-    waiters = w.waiters_at(rank, e.pg_key, e.seq) if e is not None else ()
-    detail = {"ahead_in": key, "more": more}
-    since = w.since([e]) if e is not None else NEVER
-    return Finding(Kind.WENT_AHEAD, Role.SUSPECT, (rank,), FailureClass.DESYNC, *where, waiters, since, detail)
-
-
-def out_of_place(w: HangView, order: ProgramOrder, rank: int) -> Finding | None:
-    """``rank`` holds a collective pending that it issued later in its program than the other
-    ranks of its program issued it (see ``ProgramOrder.out_of_place``), or it issued one
-    having issued fewer of a group's collectives than they had then (it skipped one)."""
-    mates = w.routines.same_program(rank)
-    short = w.counts_at(order).off_at(rank, mates)
-    if short is not None:
-        key, seq, went_to = short
-        waiters = w.waiters_at(rank, key, seq)
-        op = next((b.op for b in w.graph.blocked if (b.pg_key, b.seq) == (key, seq)), None)
-        return Finding(
-            Kind.SKIPPED, Role.SUSPECT, (rank,), FailureClass.DESYNC, key, seq, op, waiters, NEVER, {"went_to": went_to}
-        )
-    for b in w.graph.blocked:
-        if b.rank != rank or b.is_p2p:
-            continue
-        after = order.out_of_place(rank, order.token(b.pg_key, b.seq), mates)
-        if after is not None:
-            waiters = w.waiters_at(rank, b.pg_key, b.seq)
-            since = w.created.get((b.pg_key, rank, b.seq), NEVER)
-            detail = {"after": after}
-            return Finding(
-                Kind.OUT_OF_PLACE,
-                Role.SUSPECT,
-                (rank,),
-                FailureClass.DESYNC,
-                b.pg_key,
-                b.seq,
-                b.op,
-                waiters,
-                since,
-                detail,
-            )
-    return None
 
 
 def issued_before(w: HangView, f: Finding) -> bool:

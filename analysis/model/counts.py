@@ -34,11 +34,15 @@ def count_points(
     groups: Iterable[ProcessGroup], progress: Mapping[tuple[str, int], Progress], family_of: Mapping[str, str]
 ) -> dict[int, Point]:
     """Each rank's point: its count in each family of its groups of two or more ranks whose
-    collective progress is known (send/recv groups aside: their pg_status counts send/recvs
-    and collectives in one field). Seqs start at 1, so the last one issued is the count."""
+    collective progress is known. Families with a send/recv group are left aside, every
+    group of them: their pg_status counts send/recvs and collectives in one field, and a
+    group whose dumps hold no send/recv (none pending in an only-active dump) would count
+    what its sibling counts otherwise. Seqs start at 1, so the last one issued is the count."""
+    groups = list(groups)
+    p2p = {family_of.get(g.key, g.key) for g in groups if g.has_p2p}
     points: dict[int, Point] = defaultdict(dict)
     for g in groups:
-        if len(g.ranks) < 2 or g.has_p2p:
+        if len(g.ranks) < 2 or family_of.get(g.key, g.key) in p2p:
             continue
         family = family_of.get(g.key, g.key)
         for r in g.ranks:

@@ -18,6 +18,7 @@ import pandas as pd
 from .. import schema as s
 from ..tables.rowkeys import distinct, flag
 from ..types import DumpSet, Membership
+from .pg_ids import ids_by_creation_order
 
 _INT = re.compile(r"-?\d+")
 
@@ -104,7 +105,7 @@ def build_groups(dumps: DumpSet) -> GroupIndex:
     index.groups, index.key_of = _config_groups(dumps.configs)
     names = _names_in_entries(dumps.entries, index)
     _fill_descs(index, names)
-    _resolve_status_ids(dumps.status, index, names)
+    _resolve_status_ids(dumps.status, index, names, ids_by_creation_order(dumps.configs, names.id_to_name))
     for name, ranks in names.inferred.items():
         if name in index.groups:  # config lists the name but not these ranks: keep the config
             for r in ranks:
@@ -221,9 +222,12 @@ def _adopt_by_status(status: pd.DataFrame, index: GroupIndex, names: _EntryNames
             index.status_key_of[(rank, pg_id)] = g.key
 
 
-def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNames) -> None:
+def _resolve_status_ids(
+    status: pd.DataFrame, index: GroupIndex, names: _EntryNames, by_order: dict[tuple[int, str], str]
+) -> None:
     """pg_status is keyed by the local pg_id: resolve it through the rank's own entries,
-    else through ranks with the same pg_id layout (Megatron-style SPMD creation order)."""
+    else by the order it made its groups (``by_order``, see :mod:`.pg_ids`), else through
+    ranks with the same pg_id layout (Megatron-style SPMD creation order)."""
     status_ranks = status[s.RANK].to_numpy(dtype=np.int64).tolist()
     status_ids = status[s.PG_ID].astype(str).tolist()
     layout, donor_desc = _donor_descs(status_ranks, status_ids, names)
@@ -233,7 +237,7 @@ def _resolve_status_ids(status: pd.DataFrame, index: GroupIndex, names: _EntryNa
             groups_with_desc[(r, g.desc)].append(g.key)
     own_ids = {(rank, index.key_of.get((rank, name), name)) for (rank, _), name in names.id_to_name.items()}
     for rank, pg_id in zip(status_ranks, status_ids):
-        name = names.id_to_name.get((rank, pg_id))
+        name = names.id_to_name.get((rank, pg_id)) or by_order.get((rank, pg_id))
         if name is not None:
             key = index.key_of.get((rank, name))
             if key is None and name in names.inferred:

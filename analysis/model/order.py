@@ -182,23 +182,6 @@ class ProgramOrder:
         at = self._records(token).get(rank)
         return [] if at is None else [t for rec, t in self._history(rank) if rec > at]
 
-    def out_of_place(self, rank: int, token: Token, mates: list[int], n: int = 8) -> Token | None:
-        """A collective ``rank`` issued before ``token`` (among the ``n`` before it) that two or
-        more of ``mates``, and every one of them that issued both, issued after ``token``:
-        ``rank`` reached ``token`` later in its program than they did, so that seq of its
-        group stands where they issued another (it skipped or added one of the group's)."""
-        at = self._records(token)
-        mine = at.get(rank)
-        if mine is None:
-            return None
-        earlier = [t for rec, t in self._history(rank) if rec < mine][-n:]
-        for other in reversed(earlier):
-            theirs = self._records(other)
-            votes = [at[m] < theirs[m] for m in mates if m in at and m in theirs]
-            if len(votes) >= 2 and all(votes):
-                return other
-        return None
-
     def skipped_to(
         self, rank: int, missing: Token, waiters: Ranks = frozenset(), voters: Ranks | None = None
     ) -> Token | None:

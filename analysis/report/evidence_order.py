@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..diagnosis.findings import Finding, Kind
-from .words import called_from, counted, ranks_text
+from .words import called_from, ranks_text
 
 
 def _skipped(f: Finding, where: str) -> str:
@@ -38,26 +38,6 @@ def _went_past(f: Finding, where: str) -> str:
             f" without it costs {f.detail['other_side']:g} (the edit costs of docs/how-it-works.md)."
         )
     return text
-
-
-def _went_ahead(f: Finding, where: str) -> str:
-    d = f.detail
-    return (
-        f"Rank {f.rank} went ahead of its program: it issued {counted(d['more'], 'more collective')} of group "
-        f"{d['ahead_in']} than the other ranks of its program at that point issued in theirs, and {ranks_text(f.waiters)} wait for it "
-        f"at seq {f.seq} ({f.op or 'collective'}) of {where}, which it reaches only behind what it waits in "
-        "(a skipped collective)."
-    )
-
-
-def _out_of_place(f: Finding, where: str) -> str:
-    desc, seq = f.detail["after"]
-    return (
-        f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} after seq {seq} of a "
-        f"{desc.split('#')[0] or 'default'} group, which the other ranks of its program issue only after it: "
-        f"that seq of its group stands where they issued another, so rank {f.rank} skipped or added one of "
-        "the group's collectives before it."
-    )
 
 
 def _departed(f: Finding, where: str) -> str:
@@ -122,6 +102,15 @@ def _count_edit(f: Finding, where: str) -> str:
     waiting = [r for r in f.waiters if r != f.rank]
     verb = "waits" if len(waiting) == 1 else "wait"
     call = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    if d.get("went_on") and place is not None and not place[2]:
+        more_of = ", ".join(f"{n} {family.split('#')[0] or 'default'}" for family, n in d["went_on"])
+        wait = f"; {ranks_text(waiting)} {verb} for it at {call}." if waiting else "."
+        return (
+            f"Rank {f.rank} issued seq {place[1]} of its {fewer} group having issued more of every other family "
+            f"than {ranks_text(d['against'])} of its program had when they issued theirs ({more_of} collectives "
+            f"more): its call at that seq is the group's next one, so it skipped one {fewer} collective before "
+            f"it{wait}"
+        )
     if d.get("went_on"):
         more_of = ", ".join(f"{n} {family.split('#')[0] or 'default'}" for family, n in d["went_on"])
         return (
@@ -141,8 +130,6 @@ SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.EXTRA: _extra,
     Kind.DEPARTED: _departed,
     Kind.WENT_PAST: _went_past,
-    Kind.WENT_AHEAD: _went_ahead,
-    Kind.OUT_OF_PLACE: _out_of_place,
     Kind.RECORD_EDIT: _record_edit,
     Kind.COUNT_EDIT: _count_edit,
 }
