@@ -25,8 +25,6 @@ class Kind(enum.StrEnum):
     """Ranks differ at one (group, seq) and nothing decides which side is right."""
     SIZES_DO_NOT_ADD_UP = "sizes_do_not_add_up"
     """An all_to_all whose rows sent over the group differ from the rows received."""
-    SKIPPED = "skipped"
-    """A rank skipped a collective its peers wait in and went on to a later one."""
     EXTRA = "extra"
     """A rank issued a collective no other rank issues; its peers moved on."""
     WENT_PAST = "went_past"

@@ -1,16 +1,16 @@
 """Explain a hang: which roots of the wait-for graph are causes, and why.
 
 The roots of the wait-for graph are the candidates. A wait-for cycle is explained by the
-one model first (its records, then its counts, then its waits: :mod:`.cycle_records`,
-:mod:`.cycle_counts`, :mod:`.cycle_waits`); what it leaves, the rules of
-:mod:`.order_rules` still decide; a root alone is a straggler or a rank waited on
-(:mod:`.root_findings`). Roots that only appear because of something the dumps cannot
+one model (its records, then its counts, then its waits: :mod:`.cycle_records`,
+:mod:`.cycle_counts`, :mod:`.cycle_waits`; a root alone by its counts and waits); where
+it names no member, each is a straggler or a rank waited on (:mod:`.root_findings`) and
+the cycle is noted as undecided. Roots that only appear because of something the dumps cannot
 show are set aside (see :mod:`.consequences`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..model.order import ProgramOrder
 from ..types import FailureClass
@@ -23,14 +23,6 @@ from .cycle_waits import explain_cycle_by_waits
 from .dead import dead_findings
 from .findings import Finding, Kind, Role
 from .hang_view import HangView
-from .order_rules import (
-    extra,
-    held_by_divergent,
-    issued_before,
-    skipped,
-    unexplained,
-    went_past,
-)
 from .root_findings import held_by_stall, straggler, waited_on
 from .waitfor import WaitGraph, root_components
 
@@ -68,49 +60,31 @@ def _departed_records(w: HangView, comp: list[int]) -> list[Finding]:
     )
 
 
-def _component(w: HangView, order: ProgramOrder, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
-    """Findings for one root component of the wait-for graph, and notes."""
+def _component(w: HangView, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
+    """Findings for one root component of the wait-for graph, and notes: the members the
+    model names (:func:`_departed_records`); where it names none, each member as a root (a
+    straggler, or a rank waited on), with the cycle noted as undecided."""
     if len(comp) == 1 and held_by_stall(w, comp[0]):
         return [], []
-    by_records = _departed_records(w, comp) if len(comp) <= MAX_COUNTED else []
-    if by_records:  # records that depart from those of their program's ranks
-        return by_records, []
-    causes = unexplained(w, comp) if len(comp) > 1 else {}
-    if causes and len(causes) < len(comp):
-        found = {r: went_past(w, order, r, edges, comp) for r, edges in sorted(causes.items())}
-        return [f for r, f in found.items() if f is not None and not held_by_divergent(r, causes, found)], []
-    # how each member diverged: a skip or an extra where program order shows it
-    candidates = [r for r in comp if r not in w.graph.stragglers]
-    diverged = [f for r in candidates if (f := skipped(w, order, r) or extra(w, order, r))]
-    if len(comp) > 1 and len(diverged) == len(comp) and all(f.kind == Kind.EXTRA for f in diverged):
-        own = [f for f in diverged if not issued_before(w, f)]
-        if own and len(own) < len(diverged):  # the others hold a call the program issued before
-            return own, []
-        # each member added one the others never issued: no member's program is left to judge by
-        undecided = [replace(f, role=Role.POSSIBLE, detail={**f.detail, "every_rank": True}) for f in diverged]
-        return [], [Finding(Kind.CYCLE, Role.NOTE, tuple(comp)), *undecided]
-    if diverged:
-        return diverged, []  # the divergent ranks explain the rest of the cycle
-    notes = []
-    if len(comp) > 1:
-        notes.append(Finding(Kind.CYCLE, Role.NOTE, tuple(comp)))
+    by_model = _departed_records(w, comp) if len(comp) <= MAX_COUNTED else []
+    if by_model:  # records, counts or waits that depart from those of their program's ranks
+        return by_model, []
+    notes = [Finding(Kind.CYCLE, Role.NOTE, tuple(comp))] if len(comp) > 1 else []
     found = [straggler(w, r) if r in w.graph.stragglers else waited_on(w, r, comp) for r in comp]
     return [f for f in found if f is not None], notes
 
 
-def _explain(w: HangView, order: ProgramOrder) -> tuple[list[Finding], list[Finding]]:
+def _explain(w: HangView) -> tuple[list[Finding], list[Finding]]:
     findings: list[Finding] = []
     notes: list[Finding] = []
     for comp in root_components(w.graph):
-        found, comp_notes = _component(w, order, comp)
+        found, comp_notes = _component(w, comp)
         findings += found
         notes += comp_notes
     return findings, notes
 
 
-def _past_silent_roots(
-    a: Analysis, order: ProgramOrder, w: HangView, notes: list[Finding]
-) -> tuple[HangView, list[Finding], list[Finding]]:
+def _past_silent_roots(a: Analysis, w: HangView, notes: list[Finding]) -> tuple[HangView, list[Finding], list[Finding]]:
     """Where no root of the wait-for graph explains anything (each is held at an op its
     record no longer holds, or in a collective stuck in flight), the graph read again
     without the waits on them: a rank further down that left its program (a desync that
@@ -120,7 +94,7 @@ def _past_silent_roots(
     if not roots:
         return w, [], notes
     deeper = HangView(a, _beyond(a, roots))
-    more, more_notes = _explain(deeper, order)
+    more, more_notes = _explain(deeper)
     more = [f for f in more if f.failure_class == FailureClass.DESYNC]
     return (deeper, more, more_notes) if more else (w, [], notes)
 
@@ -153,9 +127,9 @@ def explain_hang(
     waits on them.
     """
     w = HangView(a)
-    findings, notes = _explain(w, order)
+    findings, notes = _explain(w)
     if not findings:
-        w, findings, notes = _past_silent_roots(a, order, w, notes)
+        w, findings, notes = _past_silent_roots(a, w, notes)
     kept, dropped = after_mismatch(findings, w.blocked_ranks, mismatch_since, mismatch_members)
     held = [f for f in kept if f.waiters and set(f.waiters) <= went_ahead and f.rank not in went_ahead]
     kept = [f for f in kept if f not in held]  # waited on only by ranks that skipped or added one
@@ -163,7 +137,7 @@ def explain_hang(
     victims = pipeline_victims(a, w.blocked_ranks, kept)
     if victims and len(victims) == len(kept) and mismatch_since is None:
         deeper = HangView(a, _beyond(a, {f.rank for f in victims}))
-        more, more_notes = _explain(deeper, order)
+        more, more_notes = _explain(deeper)
         more_kept, more_dropped = after_mismatch(more, w.blocked_ranks, mismatch_since, mismatch_members)
         more_kept = [f for f in more_kept if f.rank not in {v.rank for v in victims}]
         if more_kept:

@@ -1,25 +1,18 @@
 """Program order across process groups: which collective a job issues before which.
 
-Each rank's ``record_id`` orders its own entries across all of its groups. Ranks run
-the same program, so when most ranks that issued both (family A, seq i) and
-(family B, seq j) issued A first, A comes first in the program. That consensus tells a
-rank that skipped a collective (it issued something that comes after the one it never
-issued) from a rank that is merely blocked, and breaks wait-for cycles.
+Each rank's ``record_id`` orders its own entries across all of its groups: what a rank
+issued after a collective, who issued a collective, whether a lone collective's peers
+moved on past it. Used by the lone-collective and left-behind passes that follow the
+wait-for cycles, which are to be replaced by the model and deleted.
 """
 
 from __future__ import annotations
-
-import bisect
 
 import numpy as np
 import pandas as pd
 
 from .. import schema as s
 from .cells import take_ints
-
-_NOT_ISSUED = np.iinfo(np.int64).min
-
-Ranks = set[int] | frozenset[int]
 
 Token = tuple[str, int]
 """(program family, collective seq): the same program point in every group of the family
@@ -63,8 +56,6 @@ class ProgramOrder:
         self._rid = take_ints(entries[s.RECORD_ID], cells["row"].to_numpy(), -1)
         self._tokens: dict[Token, dict[int, int]] = {}
         self._issuers: dict[Token, frozenset[int]] = {}
-        self._arrays: dict[Token, np.ndarray] = {}
-        self._world = int(self._rank.max()) + 1 if len(self._rank) else 0
         self._ranks: dict[int, list[tuple[int, Token]]] = {}
         self._sorted: dict[int, np.ndarray] = {}
         self._family_records: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -109,40 +100,6 @@ class ProgramOrder:
             self._issuers[token] = frozenset(self._records(token))
         return self._issuers[token]
 
-    def before(self, first: Token, second: Token, leave_out: Ranks = frozenset(), only: Ranks | None = None) -> int:
-        """+1 if most ranks that issued both issued ``first`` earlier, -1 if later, 0 if
-        unknown; the ranks ``leave_out`` do not vote, nor, where ``only`` is given, any other."""
-        a, b = self._record_array(first), self._record_array(second)
-        both = (a != _NOT_ISSUED) & (b != _NOT_ISSUED)
-        if leave_out:
-            both &= ~self._rank_mask(leave_out)
-        if only is not None:
-            both &= self._rank_mask(only)
-        votes = int(np.count_nonzero(a[both] < b[both])) * 2 - int(np.count_nonzero(both))
-        return (votes > 0) - (votes < 0)
-
-    def _rank_mask(self, ranks: Ranks) -> np.ndarray:
-        """True at each of ``ranks`` (those below the world size), by rank."""
-        mask = np.zeros(self._world, dtype=bool)
-        at = np.fromiter(ranks, dtype=np.int64, count=len(ranks))
-        mask[at[(at >= 0) & (at < self._world)]] = True
-        return mask
-
-    def _record_array(self, token: Token) -> np.ndarray:
-        """record_id by rank (_NOT_ISSUED where none), for array-wide votes; the newest few are kept."""
-        if token not in self._arrays:
-            if len(self._arrays) >= 256:
-                self._arrays.pop(next(iter(self._arrays)))
-            out = np.full(self._world, _NOT_ISSUED, dtype=np.int64)
-            records = self._records(token)
-            out[list(records)] = list(records.values())
-            self._arrays[token] = out
-        return self._arrays[token]
-
-    def history(self, rank: int) -> list[Token]:
-        """The rank's collectives in its record order, oldest first."""
-        return [t for _, t in self._history(rank)]
-
     def recent(self, rank: int, n: int = 8) -> list[Token]:
         """The rank's newest collectives, newest first (the whole history is not built for it)."""
         return self._tokens_at(self._in_order(rank)[-n:][::-1])
@@ -171,40 +128,10 @@ class ProgramOrder:
         start, end = _bounds(ranks, rank)
         return int(end - start - np.searchsorted(rids[start:end], rids.dtype.type(at), side="right"))
 
-    def first_after(self, rank: int, record_id: int) -> tuple[int, Token] | None:
-        """The first collective ``rank`` issued after its record ``record_id``, with its record id."""
-        history = self._history(rank)
-        i = bisect.bisect_right(history, record_id, key=lambda h: h[0])
-        return history[i] if i < len(history) else None
-
     def issued_after(self, rank: int, token: Token) -> list[Token]:
         """What ``rank`` issued after ``token``, oldest first (nothing if it never issued it)."""
         at = self._records(token).get(rank)
         return [] if at is None else [t for rec, t in self._history(rank) if rec > at]
-
-    def skipped_to(
-        self, rank: int, missing: Token, waiters: Ranks = frozenset(), voters: Ranks | None = None
-    ) -> Token | None:
-        """A collective ``rank`` issued that the program runs after ``missing``, if any; only
-        ``voters`` (the ranks of its program, where given) say what the program runs.
-
-        ``waiters`` are the ranks blocked at ``missing``: what they issued before it comes
-        before it in their program, so it cannot show that ``rank`` went past ``missing`` (a
-        rank that completed the same collectives as everyone else has skipped nothing). What
-        they issued after it (queued behind it) can, where other ranks too issued it after
-        ``missing`` (a collective only the waiters issued is theirs, not the program's).
-        """
-        at = self._records(missing)
-        for token in self.recent(rank):
-            if token == missing or self.before(missing, token, only=voters) <= 0:
-                continue
-            theirs = self._records(token)
-            if any(w in theirs and (w not in at or theirs[w] < at[w]) for w in waiters):
-                continue
-            if any(w in theirs for w in waiters) and self.before(missing, token, waiters, voters) <= 0:
-                continue
-            return token
-        return None
 
     def is_extra(self, rank: int, pending: Token, peers: list[int]) -> bool:
         """``pending`` exists on no other rank, and its group peers have all moved on past it:
@@ -229,23 +156,3 @@ class ProgramOrder:
         history = self._history(rank)
         at = next((i for i, (_, t) in enumerate(history) if t == pending), 0)
         return history[at - 1][1] if at > 0 else pending
-
-    def reached_early(self, rank: int, pending: Token, mates: dict[int, tuple[Token, int]]) -> bool:
-        """``rank`` issued ``pending`` at an earlier point of its program than its step-mates did.
-
-        ``mates``: step-mate -> (the first collective of their shared step group that
-        ``rank`` never issued, how many of that group's collectives the mate issued beyond
-        ``rank``). Mates that each issued two or more of them, that one first, before their
-        own ``pending``, ran them before ``pending`` in the program ``rank`` runs too: ``rank``
-        got to ``pending`` with one collective more of its group than the mate had there (an
-        added one), or had skipped all of them; one added collective is the simpler account.
-        """
-        issued = self._records(pending)
-        if rank not in issued:
-            return False
-
-        def early(mate: int, first_missed: Token, beyond: int) -> bool:
-            rec = self._records(first_missed).get(mate)
-            return beyond >= 2 and mate in issued and rec is not None and rec < issued[mate]
-
-        return bool(mates) and all(early(m, t, n) for m, (t, n) in mates.items())

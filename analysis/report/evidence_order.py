@@ -9,15 +9,6 @@ from ..diagnosis.findings import Finding, Kind
 from .words import called_from, ranks_text
 
 
-def _skipped(f: Finding, where: str) -> str:
-    desc, seq = f.detail["went_to"]
-    return (
-        f"Rank {f.rank} skipped seq {f.seq} ({f.op or 'collective'}) of {where}: it went on to seq {seq} of a "
-        f"{desc or 'default'} group, which the other ranks issue only after it; {ranks_text(f.waiters)} wait for "
-        "the skipped one."
-    )
-
-
 def _extra(f: Finding, where: str) -> str:
     return (
         f"Rank {f.rank} issued an extra collective: seq {f.seq} ({f.op or 'collective'}"
@@ -126,7 +117,6 @@ def _count_edit(f: Finding, where: str) -> str:
 
 
 SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
-    Kind.SKIPPED: _skipped,
     Kind.EXTRA: _extra,
     Kind.DEPARTED: _departed,
     Kind.WENT_PAST: _went_past,

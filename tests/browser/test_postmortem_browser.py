@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from harness import CELL_PIXEL_JS, CHART_READY, HEATMAP_PAINTED, REPO, RUN_AHEAD_CULPRIT, RUN_AHEAD_SEQS, SCRIPT_IDLE
 from layout_checks import check_layered_picture
+from playwright.sync_api import Error as PlaywrightError
 
 import analysis
 from analysis.views.html import build_html
@@ -176,13 +177,23 @@ TABS = ("Heatmap", "Job", "Wavefront", "All groups", "Waits", "Export")
 
 
 def _cells_whole(page) -> int:
-    """Asserts every table's drawn cells fit their columns; returns how many columns were checked."""
+    """Asserts every table's drawn cells fit their columns; returns how many columns were checked.
+
+    A table the app draws again while it is read (a resize reruns the layout) is detached
+    under the reader: it is read again, up to three times, as the next one drawn."""
     columns = []
     for frame in page.locator('[data-testid="stDataFrame"]').all():
-        frame.scroll_into_view_if_needed()
-        frame.locator('canvas[data-testid="data-grid-canvas"]').wait_for(timeout=30_000)
-        frame.locator('table[role="grid"] th').first.wait_for(state="attached", timeout=30_000)
-        columns += frame.evaluate(TABLE_CELLS_JS)
+        for attempt in range(3):
+            try:
+                frame.scroll_into_view_if_needed()
+                frame.locator('canvas[data-testid="data-grid-canvas"]').wait_for(timeout=30_000)
+                frame.locator('table[role="grid"] th').first.wait_for(state="attached", timeout=30_000)
+                columns += frame.evaluate(TABLE_CELLS_JS)
+                break
+            except PlaywrightError as e:
+                if "not attached" not in str(e) or attempt == 2:
+                    raise
+                _idle(page, 60_000)
     cut = [c for c in columns if c["need"] > c["width"] + 1]
     assert not cut, f"table cells cut: {cut}"
     return len(columns)
