@@ -60,11 +60,11 @@ def trace_case(case: Path, smallest: int = 2) -> list[dict[str, Any]]:
     trace, found_by_comp = Trace(), []
     original = hang._component
 
-    def component(w: Any, order: Any, comp: list[int]) -> Any:
+    def component(w: Any, comp: list[int]) -> Any:
         trace.lines.clear()
         sys.settrace(trace)
         try:
-            found, notes = original(w, order, comp)
+            found, notes = original(w, comp)
         finally:
             sys.settrace(None)
         if smallest <= len(comp) <= LARGEST:

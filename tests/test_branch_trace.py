@@ -15,4 +15,4 @@ def test_each_cycle_is_traced_to_the_return_that_decided_it():
     (cycle,) = cycles
     assert cycle["members"] == 4 and cycle["truth"] == [7]
     assert cycle["named"] == [7] and cycle["kinds"] == ["count_edit"]
-    assert branch_name(cycle["line"]).split(": ", 1)[1].startswith("return by_records")
+    assert branch_name(cycle["line"]).split(": ", 1)[1].startswith("return by_model")
