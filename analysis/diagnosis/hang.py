@@ -64,11 +64,11 @@ def _component(w: HangView, comp: list[int]) -> tuple[list[Finding], list[Findin
     """Findings for one root component of the wait-for graph, and notes: the members the
     model names (:func:`_departed_records`); where it names none, each member as a root (a
     straggler, or a rank waited on), with the cycle noted as undecided."""
-    if len(comp) == 1 and held_by_stall(w, comp[0]):
-        return [], []
     by_model = _departed_records(w, comp) if len(comp) <= MAX_COUNTED else []
     if by_model:  # records, counts or waits that depart from those of their program's ranks
         return by_model, []
+    if len(comp) == 1 and held_by_stall(w, comp[0]):
+        return [], []
     notes = [Finding(Kind.CYCLE, Role.NOTE, tuple(comp))] if len(comp) > 1 else []
     found = [straggler(w, r) if r in w.graph.stragglers else waited_on(w, r, comp) for r in comp]
     return [f for f in found if f is not None], notes

@@ -10,7 +10,6 @@ from collections import defaultdict
 from .. import schema as s
 from ..model.callsites import job_call_sites
 from ..model.cells import created_ns
-from ..model.routine import Routine
 from .analysis import Analysis
 from .cycle_counts import CountView
 from .cycle_records import CycleWaits
@@ -62,9 +61,6 @@ class HangView:
     @functools.cached_property
     def routines(self) -> Routines:
         return Routines(self.a, self.blocked_ranks)
-
-    def routine(self, rank: int) -> Routine | None:
-        return self.routines.routine(rank)
 
     def since(self, edges: list[WaitEdge]) -> int:
         return min((self.created.get((e.pg_key, e.waiter, e.seq), NEVER) for e in edges), default=NEVER)
