@@ -47,6 +47,10 @@ def take_ints(series: pd.Series, idx: np.ndarray | None, na: int) -> np.ndarray:
         values = series.to_numpy(dtype=np.int64, na_value=na)
         return values if idx is None else values[idx]
     values = series.array.__arrow_array__()  # the column's own Arrow data, no copy
+    if idx is not None and not values.null_count and values.num_chunks == 1:
+        # indexed through a view of the column: one copy of the rows taken, where Arrow's
+        # take and a writable copy of it were two (the report's record ids: 47 MB at 4,096 ranks)
+        return values.chunk(0).to_numpy(zero_copy_only=False)[idx]
     taken = (values if idx is None else values.take(idx)).fill_null(na).to_numpy()
     return taken if taken.flags.writeable else taken.copy()  # a view of Arrow's buffer is read-only
 
