@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..tables.rowkeys import counts_of, first_rows, group_ids, reduce_at
+from ..tables.rowkeys import counts_of, first_rows, member_ids, reduce_at
 from ..types import DumpSet
 from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex
 
@@ -49,7 +49,7 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     """
     if cells.empty:
         return {}
-    member = group_ids(cells, [s.PG_KEY, s.RANK], first_seen=False, narrow=True)  # int32: 4 bytes a cell
+    member = member_ids(cells, [s.PG_KEY, s.RANK])  # int32: 4 bytes a cell
     n = int(member.max()) + 1
     first = first_rows(member, n)
     seq = cells[s.SEQ].to_numpy()
