@@ -57,3 +57,24 @@ def test_equals_and_flag() -> None:
     assert rowkeys.equals(cat, "absent").tolist() == [False] * 4
     flags = pd.Series(pd.array([True, None, False], dtype="boolean"))
     assert rowkeys.flag(flags).tolist() == [True, False, False]
+
+
+def test_member_ids_number_the_same_partition_over_a_wide_span(monkeypatch) -> None:
+    """Few members over a key span wider than the rows, in several slices (and with too many
+    distinct keys, the hashed ids): the same partition as group_ids, as int32."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    frame = pd.DataFrame(
+        {
+            "key": pd.Categorical(rng.choice([f"g{i}" for i in range(300)], n)),
+            "rank": rng.choice(np.arange(0, 40_000, 97, dtype=np.int32), n),
+        }
+    )
+    monkeypatch.setattr(rowkeys, "SLICE_ROWS", 1000)
+    expected = rowkeys.group_ids(frame, ["key", "rank"])
+    for few in (1 << 22, 10):
+        monkeypatch.setattr(rowkeys, "_FEW_DISTINCT", few)
+        ids = rowkeys.member_ids(frame, ["key", "rank"])
+        assert ids.dtype == np.int32
+        pairs = set(zip(ids.tolist(), expected.tolist()))
+        assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs}) == int(expected.max()) + 1

@@ -132,7 +132,7 @@ def _only_active(a: Analysis) -> Caveat | None:
 def _ranks_where(table: pd.DataFrame, rows: np.ndarray) -> set[int]:
     """The ranks of ``table``'s rows (entries or cells) where ``rows`` is True: counted, not
     sorted (a rank is a small number, never negative: see ``parse``)."""
-    ranks = int_values(table[s.RANK], -1)  # the column itself, int32 as loaded
+    ranks = int_values(table[s.RANK], -1)  # the column itself, in its own width (int16 or int32)
     if not len(ranks):
         return set()
     return set(np.flatnonzero(counts_of(ranks, int(ranks.max()) + 1, rows)).tolist())  # a slice at a time

@@ -14,8 +14,8 @@ from .findings import Finding, Kind, Role
 
 def extra_finding(a: Analysis, rank: int, pg_key: str, seq: int, op: str | None, since: int) -> Finding:
     """The finding for a rank that issued a collective no other rank issues."""
-    c = a.cells
-    hit = c.loc[(c[s.PG_KEY] == pg_key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
+    mine = a.cells.iloc[a.rank_rows("cells", rank)]  # the rank's rows, not three cell-long tests
+    hit = mine.loc[(mine[s.PG_KEY] == pg_key) & (mine[s.SEQ] == seq), s.CALL_SITE]
     site = hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None
     return Finding(
         Kind.EXTRA, Role.SUSPECT, (rank,), FailureClass.DESYNC, pg_key, seq, op, since=since, detail={"call_site": site}

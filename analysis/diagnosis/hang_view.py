@@ -70,6 +70,6 @@ class HangView:
 
     def site(self, key: str, seq: int, rank: int) -> str | None:
         """Where ``rank`` called (group, seq) from, if the dump recorded it."""
-        c = self.a.cells
-        hit = c.loc[(c[s.PG_KEY] == key) & (c[s.SEQ] == seq) & (c[s.RANK] == rank), s.CALL_SITE]
+        mine = self.a.cells.iloc[self.a.rank_rows("cells", rank)]  # the rank's rows, not three cell-long tests
+        hit = mine.loc[(mine[s.PG_KEY] == key) & (mine[s.SEQ] == seq), s.CALL_SITE]
         return hit.iloc[0] if len(hit) and isinstance(hit.iloc[0], str) else None

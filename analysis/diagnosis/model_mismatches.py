@@ -18,7 +18,7 @@ from ..model.cells import COLLECTIVE
 from ..model.families import Families, call_codes, description_codes
 from ..model.program import TOKEN, consensus_program
 from ..model.roles import group_roles
-from ..tables.rowkeys import first_rows
+from ..tables.rowkeys import SLICE_ROWS, first_rows
 from .alignment import Alignment, align
 from .departures import departures
 from .mismatch import Mismatch
@@ -73,7 +73,11 @@ def descriptions_that_split(cells: pd.DataFrame, tokens: np.ndarray, families: F
     ``call_support`` count over it."""
     gid = cells[COLLECTIVE].to_numpy()
     first = first_rows(gid, int(gid.max(initial=-1)) + 1)
-    split = tokens != tokens[first][gid]  # one cell-long temporary, not two
+    agreed = tokens[first]  # each collective's first call
+    split = np.empty(len(tokens), dtype=bool)
+    for start in range(0, len(tokens), SLICE_ROWS):  # no cell-long copy of the first calls (8 bytes a cell)
+        stop = start + SLICE_ROWS
+        np.not_equal(tokens[start:stop], agreed[gid[start:stop]], out=split[start:stop])
     if not split.any():
         return split
     desc = description_codes(cells, families.description_of)

@@ -47,6 +47,10 @@ def take_ints(series: pd.Series, idx: np.ndarray | None, na: int) -> np.ndarray:
         values = series.to_numpy(dtype=np.int64, na_value=na)
         return values if idx is None else values[idx]
     values = series.array.__arrow_array__()  # the column's own Arrow data, no copy
+    if idx is not None and not values.null_count and values.num_chunks == 1:
+        # indexed through a view of the column: one copy of the rows taken, where Arrow's
+        # take and a writable copy of it were two (the report's record ids: 47 MB at 4,096 ranks)
+        return values.chunk(0).to_numpy(zero_copy_only=False)[idx]
     taken = (values if idx is None else values.take(idx)).fill_null(na).to_numpy()
     return taken if taken.flags.writeable else taken.copy()  # a view of Arrow's buffer is read-only
 
@@ -127,7 +131,7 @@ def build_cells(dumps: DumpSet, index: GroupIndex) -> pd.DataFrame:
 def with_collective_ids(cells: pd.DataFrame, ids: np.ndarray | None = None) -> pd.DataFrame:
     """``cells`` with the COLLECTIVE column: ``ids`` where the caller found them already."""
     if ids is None:
-        ids = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
+        ids = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False, narrow=True)
     cells[COLLECTIVE] = ids.astype(np.int32 if len(cells) < 2**31 else np.int64, copy=False)
     return cells
 
@@ -142,8 +146,8 @@ def _shared_cells(cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
     block_ranks, starts, ends = rank_blocks(cells[s.RANK].to_numpy())
     if len(np.unique(block_ranks)) != len(block_ranks):  # a rank's rows are split: count them all together
         return duplicated(cells, [s.PG_KEY, s.SEQ, s.RANK], keep=False), None
-    pair = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False)
-    pair = pair.astype(np.int32 if len(pair) < 2**31 else np.int64)  # the COLLECTIVE column's width
+    pair = group_ids(cells, [s.PG_KEY, s.SEQ], first_seen=False, narrow=True)
+    pair = pair.astype(np.int32 if len(pair) < 2**31 else np.int64, copy=False)  # the COLLECTIVE column's width
     shared = np.zeros(len(pair), dtype=bool)
     for start, end in zip(starts.tolist(), ends.tolist()):
         mine = np.sort(pair[start:end])

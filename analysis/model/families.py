@@ -11,6 +11,7 @@ whose history is unknown.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -68,7 +69,8 @@ class CallCodes:
         self.length = len(cells)
         self._exchange = np.array([is_exchange(str(c)) for c in ops.categories] + [False])
         self._ops = ops.codes
-        self._codes = [(cells[col].cat.codes.to_numpy(), col == s.INPUT_SIZES) for col in columns]
+        # the columns' own codes (``.cat.codes`` copies them: 4 bytes a cell for three columns)
+        self._codes = [(cells[col].array.codes, col == s.INPUT_SIZES) for col in columns]
         self._radix = [self._highest(i) + 1 for i in range(len(self._codes))]
 
     def slices(self) -> list[tuple[int, int]]:
@@ -92,11 +94,15 @@ class CallCodes:
         return part
 
     def of(self, start: int, stop: int) -> np.ndarray:
-        """The codes of cells ``start:stop`` (int64)."""
+        """The codes of cells ``start:stop`` (int64), made a slice at a time: each column's
+        codes in 32 bits are a slice long, not as long as the cells asked for."""
         value = np.zeros(stop - start, dtype=np.int64)
-        for i, radix in enumerate(self._radix):  # in place, and codes in 32 bits
-            value *= radix
-            value += self._part(i, start, stop)
+        for a in range(start, stop, VALUE_CHUNK):
+            b = min(a + VALUE_CHUNK, stop)
+            part = value[a - start : b - start]
+            for i, radix in enumerate(self._radix):  # in place
+                part *= radix
+                part += self._part(i, a, b)
         return value
 
 
@@ -157,15 +163,22 @@ def _agreed(cells: pd.DataFrame) -> Agreed:
     return key_codes[ok], seqs, low[ok], keys.categories
 
 
-def _history_by_key(agreed: Agreed) -> dict[str, dict[int, int]]:
-    """key -> {seq: agreed value}, from :func:`_agreed`'s collectives (in their order within a key)."""
+def _history_by_key(agreed: Agreed) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """key -> (its agreed collectives' seqs, ascending; their agreed values), from
+    :func:`_agreed`. Arrays, not a dict of Python ints per key (4,096 ranks: 44 MB)."""
     codes, seqs, values, keys = agreed
-    order = np.argsort(codes, kind="stable")
+    order = np.lexsort((seqs, codes))  # a (key, seq) is one collective: each key's seqs are distinct
     starts = np.flatnonzero(np.diff(codes[order])) + 1
     seq_parts = np.split(seqs[order], starts)
     value_parts = np.split(values[order], starts)
     first = codes[order][np.concatenate(([0], starts))] if len(order) else []
-    return {str(keys[c]): dict(zip(q.tolist(), v.tolist())) for c, q, v in zip(first, seq_parts, value_parts)}
+    return {str(keys[c]): (q, v) for c, q, v in zip(first, seq_parts, value_parts)}
+
+
+def _common_seqs(history: dict[str, tuple[np.ndarray, np.ndarray]], keys: list[str]) -> np.ndarray:
+    """The seqs every one of ``keys`` has an agreed value for, ascending."""
+    none = np.zeros(0, dtype=np.int64)
+    return functools.reduce(np.intersect1d, (history.get(k, (none, none))[0] for k in keys))
 
 
 def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
@@ -180,13 +193,13 @@ def program_families(cells: pd.DataFrame, desc_of: dict[str, str]) -> Families:
         return Families(family_of, frozenset(known), dict(desc_of))
     history = _history_by_key(_agreed(cells))
     for desc, keys in several.items():
-        common = set.intersection(*(set(history.get(k, {})) for k in keys))
-        window = sorted(common)[-SIGNATURE_SEQS:]
-        if not window:
+        window = _common_seqs(history, keys)[-SIGNATURE_SEQS:]
+        if not len(window):
             continue
         signatures: dict[tuple[int, ...], str] = {}
         for k in sorted(keys):
-            sig = tuple(history[k][q] for q in window)
+            seqs, values = history[k]
+            sig = tuple(values[np.searchsorted(seqs, window)].tolist())
             family_of[k] = signatures.setdefault(sig, f"{desc}#{len(signatures)}")
             known.add(family_of[k])
     return Families(family_of, frozenset(known), dict(desc_of))

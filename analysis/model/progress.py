@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as s
-from ..tables.rowkeys import counts_of, first_rows, group_ids, reduce_at
+from ..tables.rowkeys import counts_of, first_rows, member_ids, reduce_at
 from ..types import DumpSet
 from .groups import DEFAULT_PG_DESC, DEFAULT_PG_ID, GroupIndex
 
@@ -49,11 +49,9 @@ def _per_member(cells: pd.DataFrame) -> dict[tuple[str, int], tuple[int, int, in
     """
     if cells.empty:
         return {}
-    member = group_ids(cells, [s.PG_KEY, s.RANK], first_seen=False)
+    member = member_ids(cells, [s.PG_KEY, s.RANK])  # int32: 4 bytes a cell
     n = int(member.max()) + 1
     first = first_rows(member, n)
-    if n <= np.iinfo(np.int32).max:
-        member = member.astype(np.int32)  # per cell: half the bytes of each selection below
     seq = cells[s.SEQ].to_numpy()
     if seq.dtype.kind != "i":
         seq = cells[s.SEQ].to_numpy(dtype=np.int64)

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..types import DumpFile, FileError
 
-CACHE_FORMAT = "flightdeck-tables/6"  # 4: entries keep output_sizes; 5: the files table holds the node health checks; 6: entries without entry_index
+CACHE_FORMAT = "flightdeck-tables/7"  # 4: entries keep output_sizes; 5: the files table holds the node health checks; 6: entries without entry_index; 7: the rank int16 where it fits
 TABLES = ("entries", "stacks", "configs", "status", "files")
 KEEP_SETS = 16
 

@@ -139,7 +139,7 @@ class TablesBuilder:
             # and a slice kept here would keep all of it until finish (4,096 ranks: +0.2 GB)
             if kept := entries.column(name).chunks:
                 chunk = pa.concat_arrays(kept)
-                chunks.append(_narrow_small(chunk) if name in _FOLDED_SMALL else chunk)
+                chunks.append(_narrow_small(chunk) if name in _SMALL else chunk)
         self._stacks.add(part.stacks)
         self._stack_numbers.append(_narrow_small(self._stacks.renumber(entries.column(s.STACK_ID))))
         # copied too: kept as they are, these small tables would keep each part's message
@@ -169,10 +169,8 @@ class TablesBuilder:
                 else:
                     wide = [c.cast(pa.int64()) for c in chunks]
                     columns[field.name] = _narrow(pa.chunked_array(wide, pa.int64()).combine_chunks())
-            elif field.name in _FOLDED_SMALL:
+            elif field.name in _SMALL:
                 columns[field.name] = _joined(plain.pop(field.name), field.type)
-                if field.name not in _SMALL:
-                    columns[field.name] = columns[field.name].cast(field.type)  # the frame's type
             else:
                 columns[field.name] = pa.chunked_array(plain.pop(field.name), field.type).combine_chunks()
             # the parts' buffers of this column are free now (about its size): handed back in bulk
@@ -199,13 +197,10 @@ _NARROWABLE = (s.RECORD_ID, s.SEQ, s.P2P_SEQ)
 """Ids written as 64-bit that real dumps keep far below 2**31: int32 when they fit."""
 
 
-_SMALL = (s.PG_ID,)
-"""Numbers that stay small in real dumps (a process-local group id), like the stack
-numbers: int16 when they fit, two bytes a row less each (and the stacks')."""
-
-_FOLDED_SMALL = (s.RANK, s.PG_ID)
-"""Kept as int16 while folding where a part's values fit (the stack numbers too): two bytes a
-row less each until :meth:`TablesBuilder.finish`, which gives the rank its own type back."""
+_SMALL = (s.RANK, s.PG_ID)
+"""Numbers that stay small in real dumps (the rank below 32,768 processes, a process-local
+group id), like the stack numbers: int16 when every part's values fit, while folding and
+in the frame, two bytes a row less each (and the stacks'); int32 when one does not."""
 
 _DERIVED = (s.STACK_ID, s.ENTRY_INDEX)
 """Entry columns of the files' tables not kept as they come: the stack ids are renumbered,

@@ -4,12 +4,14 @@ Equality with a value on categorical codes; distinct and duplicate rows over a f
 
 pandas' ``duplicated`` on several columns hashes tuples of Python-level values; here
 each column becomes small non-negative integer codes (categorical codes, or ints
-shifted by their minimum) and the columns one int64 key. Where the key's span is small
-the work is a table of the span; otherwise one hash of an int64 array. Where the key
+shifted by their minimum) and the columns one integer key (int32 while its span fits). Where
+the key's span is small the work is a table of the span; otherwise one hash of the key. Where the key
 would overflow, the pandas path is used.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -18,32 +20,54 @@ import pyarrow as pa
 _KEY_LIMIT = 1 << 62
 
 
-def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
-    """Codes 0..n-1 for ``column`` (0 is missing) and n; the codes may be any integer type."""
+class _Codes(NamedTuple):
+    """A column's codes without a copy of the column: row i's code (-1 if missing) is
+    ``values[i] - low``, or -1 where ``missing[i]``; they are below ``n - 1``."""
+
+    values: np.ndarray
+    low: int
+    missing: np.ndarray | None
+    n: int
+
+
+def _codes(column: pd.Series) -> _Codes:
+    """Codes 0..n-2 for ``column`` (-1 missing), read from the column itself where it is
+    integers: its values are shifted a slice at a time as they join the key, not copied
+    whole (the ranks of the cells: 4 bytes a cell more at the peak of a grouping)."""
     values = column.array
     if isinstance(values, pd.Categorical):
-        return values.codes, len(values.categories) + 1  # -1 is missing: the caller adds 1
+        return _Codes(values.codes, 0, None, len(values.categories) + 1)
     if column.dtype.kind in "iub" or str(column.dtype).startswith(("int", "uint", "bool")):
-        missing = column.isna().to_numpy()
-        ints = column.to_numpy(dtype=_int_width(column.dtype), na_value=0)
-        if not (ints.flags.owndata and ints.flags.writeable):
-            ints = ints.copy()  # a view of the frame's own data: never change it in place
-        if len(ints) and not missing.all():
-            present = ints[~missing] if missing.any() else ints
-            low, high = int(present.min()), int(present.max())
-            if ints.dtype != np.int64 and high - low > np.iinfo(ints.dtype).max:
-                ints = ints.astype(np.int64)  # the shifted codes would not fit
+        ints, missing = _int_column(column)
+        if len(ints) and (missing is None or not missing.all()):
+            present = True if missing is None else ~missing
+            top, bottom = np.iinfo(ints.dtype).max, np.iinfo(ints.dtype).min
+            low, high = int(ints.min(where=present, initial=top)), int(ints.max(where=present, initial=bottom))
             if high - low < _KEY_LIMIT:
-                ints -= low  # in place: a second full-length array would double the peak
-                ints[missing] = -1
-                return ints, high - low + 2
+                return _Codes(ints, low, missing, high - low + 2)
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    return codes, len(uniques) + 1
+    return _Codes(codes, 0, None, len(uniques) + 1)
+
+
+def _int_column(column: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:
+    """An integer or boolean column's values (read-only: the column's own memory where it
+    can be) and where they are missing (None where none is)."""
+    dtype = column.dtype
+    own = dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 8)  # int64 holds every value
+    if own and isinstance(dtype, pd.ArrowDtype):
+        arrow = column.array.__arrow_array__()
+        if not arrow.null_count:
+            return arrow.to_numpy(), None
+    elif own and isinstance(dtype, np.dtype):
+        return column.to_numpy(), None
+    missing = column.isna().to_numpy()
+    ints = column.to_numpy(dtype=_int_width(column.dtype), na_value=0)
+    return ints, missing if missing.any() else None
 
 
 def _int_width(dtype: object) -> type[np.signedinteger]:
-    """int32 for a column of 32 bits or fewer that int32 holds (its codes then take half
-    the bytes of int64: 23 MB less per column keyed at 4,096 ranks), else int64."""
+    """int32 for a column of 32 bits or fewer that int32 holds (a copy of it then takes half
+    the bytes of int64), else int64."""
     if isinstance(dtype, pd.ArrowDtype):
         arrow = dtype.pyarrow_dtype
         bits = arrow.bit_width if pa.types.is_integer(arrow) or pa.types.is_boolean(arrow) else 64
@@ -55,29 +79,46 @@ def _int_width(dtype: object) -> type[np.signedinteger]:
 
 
 def _row_key(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, int] | None:
-    """One int64 per row, equal exactly when the rows agree on ``columns``, and the span
-    every key is below; None on overflow."""
-    key = np.zeros(len(frame), dtype=np.int64)
+    """One integer per row, equal exactly when the rows agree on ``columns``, and the span
+    every key is below; None on overflow. The key is int32 while its span fits, int64 once
+    it does not: a grouping of few distinct rows (the cells' members, their collectives)
+    then holds four bytes a row, not eight."""
+    key = np.zeros(len(frame), dtype=np.int32)
     span = 1
     dense_limit = max(len(key), 1 << 20)
     for name in columns:
-        codes, n = _codes(frame[name])
-        if span * n > dense_limit and 1 < span <= dense_limit:
+        codes = _codes(frame[name])
+        if span * codes.n > dense_limit and 1 < span <= dense_limit:
             key, span = _renumber(key, span)
-        if span * n >= _KEY_LIMIT:
+        if span * codes.n >= _KEY_LIMIT:
             return None
-        key *= n
-        key += codes
-        key += 1
-        span *= n
+        if span * codes.n > np.iinfo(np.int32).max and key.dtype != np.int64:
+            key = key.astype(np.int64)
+        _add_codes(key, codes)
+        span *= codes.n
     return key, span
+
+
+def _add_codes(key: np.ndarray, codes: _Codes) -> None:
+    """``key = key * n + code + 1`` in place, a slice of rows at a time: the shifted codes
+    are a slice long, and computed in 64 bits whatever the column's width."""
+    for start in range(0, len(key), SLICE_ROWS):
+        part = key[start : start + SLICE_ROWS]
+        part *= codes.n
+        shifted = codes.values[start : start + SLICE_ROWS].astype(np.int64)
+        if codes.low:
+            shifted -= codes.low
+        if codes.missing is not None:
+            shifted[codes.missing[start : start + SLICE_ROWS]] = -1
+        shifted += 1
+        part += shifted.astype(key.dtype, copy=False)
 
 
 def _renumber(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     """The same partition with keys 0..k-1 for the k values present: keeps the span of
     several columns' key near the number of distinct rows, not the product of ranges.
 
-    ``key`` (the caller's own int64 array) is renumbered in place, a chunk at a time: a
+    ``key`` (the caller's own array) is renumbered in place, a chunk at a time: a
     second key-long array beside it and the span's table was the peak of building the
     cells (4,096 ranks: three 47 MB arrays at once)."""
     present = np.zeros(span, dtype=bool)
@@ -109,19 +150,49 @@ def first_rows(ids: np.ndarray, n: int) -> np.ndarray:
     return first
 
 
-def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True) -> np.ndarray:
-    """Dense ids 0..n-1 per distinct combination of ``columns``.
+def group_ids(frame: pd.DataFrame, columns: list[str], first_seen: bool = True, narrow: bool = False) -> np.ndarray:
+    """Dense ids 0..n-1 per distinct combination of ``columns``, as int64; with ``narrow``
+    as int32 where every id fits (the key itself where it is int32: no 8-byte copy).
 
     In first-seen order; with ``first_seen=False`` in any order, which for a small key
     span costs one table of the span instead of a hash table of every row.
     """
     keyed = _row_key(frame, columns)
     if keyed is None:
-        return frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy(dtype=np.int64)
-    key, span = keyed
-    if not first_seen and _small_span(key, span):
-        return _renumber(key, span)[0]
-    return pd.factorize(key)[0].astype(np.int64)
+        ids = frame.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy(dtype=np.int64)
+    else:
+        key, span = keyed
+        if not first_seen and _small_span(key, span):
+            ids = _renumber(key, span)[0]
+        else:
+            ids = pd.factorize(key)[0]
+    fits = narrow and (not len(ids) or int(ids.max()) <= np.iinfo(np.int32).max)
+    return ids.astype(np.int32 if fits else np.int64, copy=False)
+
+
+def member_ids(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """:func:`group_ids` with ``first_seen=False, narrow=True``, for few distinct rows over a
+    wide key span (the cells' (group, rank) members at 16,384 ranks: a span of 10**8 for
+    50,000 members): the ids number the distinct keys in ascending order, found a slice at
+    a time, where a hash of every row returned 8 bytes a row (0.2 GB at once)."""
+    keyed = _row_key(frame, columns)
+    if keyed is None or _small_span(*keyed) or len(keyed[0]) <= SLICE_ROWS:
+        return group_ids(frame, columns, first_seen=False, narrow=True)
+    key = keyed[0]
+    distinct = np.zeros(0, dtype=key.dtype)
+    for start in range(0, len(key), SLICE_ROWS):
+        distinct = np.union1d(distinct, key[start : start + SLICE_ROWS])
+        if len(distinct) > _FEW_DISTINCT:
+            return group_ids(frame, columns, first_seen=False, narrow=True)
+    for start in range(0, len(key), SLICE_ROWS):  # in place: each id is below the key it replaces' count
+        part = key[start : start + SLICE_ROWS]
+        part[:] = np.searchsorted(distinct, part)
+    return key.astype(np.int32, copy=False)
+
+
+_FEW_DISTINCT = 1 << 22
+"""Distinct keys past which :func:`member_ids` hashes the rows instead (the union of the
+slices' keys would be re-sorted at every slice)."""
 
 
 def duplicated(frame: pd.DataFrame, columns: list[str], keep: str | bool = "first") -> np.ndarray:
