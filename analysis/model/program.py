@@ -95,10 +95,7 @@ def consensus_program(
         }
     )
     votes = _votes(frame)
-    votes["seen"] = votes.groupby(["f", "q"])["n"].transform("sum")
-    most = votes.groupby("f")["seen"].transform("max").to_numpy()
-    frontier = votes["q"].where(votes["seen"].to_numpy() == most).groupby(votes["f"]).transform("min").to_numpy()
-    votes["weak"] = (votes["seen"].to_numpy() * 2 < most) & (votes["q"].to_numpy() > frontier)
+    _mark_weak(votes)
     period = _rank_periods(frame, fam.categories, _periods(*_first_guess(votes), fam.categories))
     p_of = np.array([period.get(str(n), 0) for n in fam.categories], dtype=np.int64)
     votes["ph"] = _phase(votes["q"].to_numpy(), p_of[votes["f"].to_numpy()])
@@ -110,10 +107,26 @@ def consensus_program(
     order = ["f", "q", *WEIGHED, "t"]
     ranked = votes.sort_values(order, ascending=[True, True] + [False] * len(WEIGHED) + [True], kind="stable")
     best = ranked.drop_duplicates(["f", "q"]).reset_index(drop=True)
+    return Program(_positions(best, fam.categories, cells), period)
+
+
+def _mark_weak(votes: pd.DataFrame) -> None:
+    """How many cells were seen at each position (``seen``), and which positions are weak:
+    seen by fewer than half as many as the most seen position of the family, past the
+    frontier most ranks reached (behind it, the ranks that completed a call show nothing)."""
+    votes["seen"] = votes.groupby(["f", "q"])["n"].transform("sum")
+    most = votes.groupby("f")["seen"].transform("max").to_numpy()
+    frontier = votes["q"].where(votes["seen"].to_numpy() == most).groupby(votes["f"]).transform("min").to_numpy()
+    votes["weak"] = (votes["seen"].to_numpy() * 2 < most) & (votes["q"].to_numpy() > frontier)
+
+
+def _positions(best: pd.DataFrame, families: pd.Index, cells: pd.DataFrame) -> pd.DataFrame:
+    """The program's table: each position's winning call, its counts, and the call's
+    attributes read from the one row that issued it."""
     tied = best["tied"].to_numpy()
     out = pd.DataFrame(
         {
-            "family": pd.Categorical.from_codes(best["f"].to_numpy(), fam.categories),
+            "family": pd.Categorical.from_codes(best["f"].to_numpy(), families),
             s.SEQ: best["q"].to_numpy(),
             "token": best["t"].to_numpy(),
             "row": best["row"].to_numpy(),
@@ -129,7 +142,7 @@ def consensus_program(
     )
     for col in TOKEN:
         out[col] = cells[col].iloc[out["row"].to_numpy()].astype(object).to_numpy()  # the positions' rows only
-    return Program(out, period)
+    return out
 
 
 _COUNTS = ("token", "row", "support", "seen", "weak", "phase", "phase_support", "phase_seen", "tied", "even")

@@ -93,25 +93,8 @@ def compute_progress(
     """
     errored = errored or {}
     member = _per_member(cells)
-
-    status: dict[tuple[str, int], tuple[int, int, int]] = {}
-    st = dumps.status
-    columns = [st[s.RANK].to_numpy(dtype=np.int64).tolist(), st[s.PG_ID].astype(str).tolist()]
-    columns += [st[c].tolist() for c in _STATUS_FIELDS]  # missing: None (Arrow) or NaN, both -> -1
-    for rank, pg_id, enq, started, completed in zip(*columns):
-        key = index.status_key_of.get((rank, pg_id))
-        if key is None or index.groups[key].has_p2p:
-            continue
-        status[(key, int(rank))] = (
-            _int_or(enq, -1),
-            _int_or(started, -1),
-            _int_or(completed, -1),
-        )
-
+    status, status_ids = _status_counts(dumps.status, index)
     have_dump = set(dumps.ranks)
-    status_ids: dict[int, set[str]] = {}
-    for rank, pg_id in zip(columns[0], columns[1]):
-        status_ids.setdefault(rank, set()).add(pg_id)
     result: dict[tuple[str, int], Progress] = {}
     for key, group in index.groups.items():
         default = group.name == DEFAULT_PG_ID or group.desc == DEFAULT_PG_DESC
@@ -119,38 +102,64 @@ def compute_progress(
             if rank not in have_dump:
                 continue
             k = (key, rank)
-            enq = lo = first_pending = completed = started = None
-            if (
-                default
-                and k not in member
-                and k not in status
-                and DEFAULT_PG_ID not in status_ids.get(rank, {DEFAULT_PG_ID})
-            ):
-                # every process makes the default group first (id 0), and pg_status lists a
-                # group from its first collective on: a rank whose status lists others but
-                # not id 0 issued none of its collectives yet
-                enq = completed = -1
-            if k in member:
-                enq, lo, pending_lo, done_hi = member[k]
-                if pending_lo is not None:
-                    first_pending = pending_lo
-                    completed = first_pending - 1
-                else:
-                    completed = enq if done_hi is None else done_hi
-            if k in status:
-                # Entries and pg_status are updated by different threads, so either can be
-                # a step behind the other at dump time: the furthest of the two is the truth.
-                s_enq, s_started, s_completed = status[k]
-                enq = s_enq if enq is None else max(enq, s_enq)
-                completed = s_completed if completed is None else max(completed, s_completed)
-                started = s_started if s_started >= 0 else None
-            if k in errored and completed is not None:
-                completed = min(completed, errored[k] - 1)  # retired in error, not completed
-            if enq is not None and completed is not None:
-                completed = min(completed, enq)
-                first_pending = completed + 1 if completed < enq else None
-            result[k] = Progress(enq, completed, started, first_pending, lo)
+            # every process makes the default group first (id 0), and pg_status lists a
+            # group from its first collective on: a rank whose status lists others but
+            # not id 0 issued none of its collectives yet
+            none_yet = default and DEFAULT_PG_ID not in status_ids.get(rank, {DEFAULT_PG_ID})
+            result[k] = _progress(member.get(k), status.get(k), errored.get(k), none_yet)
     return result
+
+
+def _status_counts(
+    st: pd.DataFrame, index: GroupIndex
+) -> tuple[dict[tuple[str, int], tuple[int, int, int]], dict[int, set[str]]]:
+    """pg_status as (group key, rank) -> (enqueued, started, completed), send/recv groups
+    aside (their fields count both), and each rank's local ids listed there."""
+    status: dict[tuple[str, int], tuple[int, int, int]] = {}
+    columns = [st[s.RANK].to_numpy(dtype=np.int64).tolist(), st[s.PG_ID].astype(str).tolist()]
+    columns += [st[c].tolist() for c in _STATUS_FIELDS]  # missing: None (Arrow) or NaN, both -> -1
+    for rank, pg_id, enq, started, completed in zip(*columns):
+        key = index.status_key_of.get((rank, pg_id))
+        if key is None or index.groups[key].has_p2p:
+            continue
+        status[(key, int(rank))] = (_int_or(enq, -1), _int_or(started, -1), _int_or(completed, -1))
+    status_ids: dict[int, set[str]] = {}
+    for rank, pg_id in zip(columns[0], columns[1]):
+        status_ids.setdefault(rank, set()).add(pg_id)
+    return status, status_ids
+
+
+def _progress(
+    member: tuple[int, int, int | None, int | None] | None,
+    status: tuple[int, int, int] | None,
+    errored: int | None,
+    none_yet: bool,
+) -> Progress:
+    """One member's progress from its cells (``member``, see ``_per_member``), its pg_status
+    fields, the seq that retired in error, and whether it issued none of the group yet."""
+    enq = lo = first_pending = completed = started = None
+    if none_yet and member is None and status is None:
+        enq = completed = -1
+    if member is not None:
+        enq, lo, pending_lo, done_hi = member
+        if pending_lo is not None:
+            first_pending = pending_lo
+            completed = first_pending - 1
+        else:
+            completed = enq if done_hi is None else done_hi
+    if status is not None:
+        # Entries and pg_status are updated by different threads, so either can be
+        # a step behind the other at dump time: the furthest of the two is the truth.
+        s_enq, s_started, s_completed = status
+        enq = s_enq if enq is None else max(enq, s_enq)
+        completed = s_completed if completed is None else max(completed, s_completed)
+        started = s_started if s_started >= 0 else None
+    if errored is not None and completed is not None:
+        completed = min(completed, errored - 1)  # retired in error, not completed
+    if enq is not None and completed is not None:
+        completed = min(completed, enq)
+        first_pending = completed + 1 if completed < enq else None
+    return Progress(enq, completed, started, first_pending, lo)
 
 
 def _int_or(value: object, default: int) -> int:
