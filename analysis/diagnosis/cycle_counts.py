@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from ..model import costs
-from ..model.counts import Pending, Point, count_mates, count_points, issued_after, p2p_points
+from ..model.counts import Pending, Point, count_mates, count_points, issued_after, p2p_families, p2p_points
 from ..types import FailureClass
 from .analysis import Analysis
 from .count_explanation import CountEdit, Place, count_causes, count_departure
@@ -43,7 +43,7 @@ class CountView:
 
     @functools.cached_property
     def p2p_families(self) -> set[str]:
-        return {self.family(k) for k, g in self.a.groups.groups.items() if g.has_p2p}
+        return p2p_families(self.a.groups.groups.values(), self.family_of)
 
     @functools.cached_property
     def mates(self) -> dict[int, frozenset[int]]:

@@ -45,7 +45,7 @@ MAX_COUNTED = 64
 """Largest wait-for cycle whose members' counts are compared with their level peers'."""
 
 
-def _departed_records(w: HangView, comp: list[int]) -> list[Finding]:
+def _explained_by_model(w: HangView, comp: list[int]) -> list[Finding]:
     """The members of a cycle whose records explain it (see :mod:`.cycle_records`), else
     whose counts do (see :mod:`.cycle_counts`), else the member its waits name (see
     :mod:`.cycle_waits`). A root alone is read by its counts and waits only: with no member
@@ -62,9 +62,9 @@ def _departed_records(w: HangView, comp: list[int]) -> list[Finding]:
 
 def _component(w: HangView, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes: the members the
-    model names (:func:`_departed_records`); where it names none, each member as a root (a
+    model names (:func:`_explained_by_model`); where it names none, each member as a root (a
     straggler, or a rank waited on), with the cycle noted as undecided."""
-    by_model = _departed_records(w, comp) if len(comp) <= MAX_COUNTED else []
+    by_model = _explained_by_model(w, comp) if len(comp) <= MAX_COUNTED else []
     if by_model:  # records, counts or waits that depart from those of their program's ranks
         return by_model, []
     if len(comp) == 1 and held_by_stall(w, comp[0]):

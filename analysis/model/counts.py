@@ -39,17 +39,22 @@ def count_points(
     group whose dumps hold no send/recv (none pending in an only-active dump) would count
     what its sibling counts otherwise. Seqs start at 1, so the last one issued is the count."""
     groups = list(groups)
-    p2p = {family_of.get(g.key, g.key) for g in groups if g.has_p2p}
+    p2p = p2p_families(groups, family_of)
     points: dict[int, Point] = defaultdict(dict)
     for g in groups:
-        if len(g.ranks) < 2 or family_of.get(g.key, g.key) in p2p:
-            continue
         family = family_of.get(g.key, g.key)
+        if len(g.ranks) < 2 or family in p2p:
+            continue
         for r in g.ranks:
             p = progress.get((g.key, r))
             if p is not None and p.enqueued is not None:
                 points[r][family] = points[r].get(family, 0) + max(p.enqueued, 0)
     return dict(points)
+
+
+def p2p_families(groups: Iterable[ProcessGroup], family_of: Mapping[str, str]) -> set[str]:
+    """The families with a group whose dumps record send/recvs."""
+    return {family_of.get(g.key, g.key) for g in groups if g.has_p2p}
 
 
 def p2p_points(

@@ -30,7 +30,7 @@ def ids_by_creation_order(
     order: dict[tuple[int, str], str] = {}
     for rank, names in listed.groupby(s.RANK, sort=False)[s.PG_NAME]:
         names = {str(n) for n in names}
-        if not names or not all(n.isdecimal() for n in names):
+        if not all(n.isdecimal() for n in names):
             continue
         for k, name in enumerate(sorted(names, key=int)):
             order[(int(rank), str(k))] = name

@@ -93,8 +93,8 @@ def _count_edit(f: Finding, where: str) -> str:
     waiting = [r for r in f.waiters if r != f.rank]
     verb = "waits" if len(waiting) == 1 else "wait"
     call = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
-    if d.get("went_on") and place is not None and not place[2]:
-        more_of = ", ".join(f"{n} {family.split('#')[0] or 'default'}" for family, n in d["went_on"])
+    more_of = ", ".join(f"{n} {family.split('#')[0] or 'default'}" for family, n in d.get("went_on", ()))
+    if more_of and place is not None and not place[2]:  # it holds the call: its next one at that seq
         wait = f"; {ranks_text(waiting)} {verb} for it at {call}." if waiting else "."
         return (
             f"Rank {f.rank} issued seq {place[1]} of its {fewer} group having issued more of every other family "
@@ -102,8 +102,7 @@ def _count_edit(f: Finding, where: str) -> str:
             f"more): its call at that seq is the group's next one, so it skipped one {fewer} collective before "
             f"it{wait}"
         )
-    if d.get("went_on"):
-        more_of = ", ".join(f"{n} {family.split('#')[0] or 'default'}" for family, n in d["went_on"])
+    if more_of:
         return (
             f"Rank {f.rank} went past {call} without issuing it: {ranks_text(d['against'])} of its program wait "
             f"for it there, and it had since issued more of every other family than they had when they issued "
