@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from .. import schema as s
 from ..model.groups import ProcessGroup
-from ..model.order import ProgramOrder
 from ..types import FailureClass
 from .analysis import Analysis
 from .consequences import Steps, silent
 from .findings import NEVER, Finding, Kind, Role
 
 
-def left_behind(a: Analysis, order: ProgramOrder, blocked_ranks: set[int], known: set[int]) -> list[Finding]:
+def left_behind(a: Analysis, blocked_ranks: set[int], known: set[int]) -> list[Finding]:
     """Silent ranks (not in ``known``) whose step-mates all wait in collectives they never issued."""
     steps = Steps(a, blocked_ranks)
     heads = {b.rank: b for b in a.graph.blocked if not b.queued and not b.is_p2p}
@@ -34,8 +33,8 @@ def left_behind(a: Analysis, order: ProgramOrder, blocked_ranks: set[int], known
             continue
         where, every_member = None, False
         if all(m in heads for m in mates):
-            tokens = {order.token(heads[m].pg_key, heads[m].seq) for m in mates}
-            if not any(rank in order.issuers(t) for t in tokens):
+            family = a.families.family_of
+            if not {(family.get(heads[m].pg_key, heads[m].pg_key), heads[m].seq) for m in mates} & _issued(a, rank):
                 b = heads[mates[0]]
                 where = (b.pg_key, b.seq, b.op)
         if where is None and a.records_p2p and (behind := _behind_everyone(a, steps, rank, g)) is not None:
@@ -58,6 +57,13 @@ def left_behind(a: Analysis, order: ProgramOrder, blocked_ranks: set[int], known
             )
         )
     return found
+
+
+def _issued(a: Analysis, rank: int) -> set[tuple[str, int]]:
+    """The (family, seq) of every collective ``rank``'s dump holds."""
+    mine = a.cells.iloc[a.rank_rows("cells", rank)]
+    family = a.families.family_of
+    return {(family.get(k, k), int(q)) for k, q in zip(mine[s.PG_KEY].tolist(), mine[s.SEQ].tolist(), strict=True)}
 
 
 def _behind_everyone(a: Analysis, steps: Steps, rank: int, step_group: ProcessGroup) -> ProcessGroup | None:

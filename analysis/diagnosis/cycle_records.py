@@ -96,6 +96,7 @@ def _record_edit_finding(a: Analysis, w: CycleWaits, records: Records, e: Record
         "differs": e.differs,
         "shown": e.shown,
         "cost": e.cost,
+        "call_site": where[s.CALL_SITE] if isinstance(where[s.CALL_SITE], str) else None,
     }
     since = w.created.get((key, e.rank, seq), NEVER)
     return Finding(Kind.RECORD_EDIT, Role.SUSPECT, (e.rank,), cls, key, seq, op, waiters, since, detail)

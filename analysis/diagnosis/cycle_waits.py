@@ -16,9 +16,9 @@ from .analysis import Analysis
 from .count_explanation import CountEdit
 from .cycle_counts import CountView
 from .cycle_records import CycleWaits
-from .desync import extra_finding
 from .edit_distance import EXTRA, SKIP
 from .findings import NEVER, Finding, Kind, Role
+from .own_calls import extra_finding
 from .wait_explanation import CycleWait, WaitCause, in_routine, in_turn, out_of_turn, strict, wait_cause
 from .waitfor import WaitEdge, WaitReason
 from .whole_call import program_calls

@@ -29,8 +29,6 @@ class Kind(enum.StrEnum):
     """A rank issued a collective no other rank issues; its peers moved on."""
     WENT_PAST = "went_past"
     """A rank in a wait-for cycle went past a collective its peers wait for it in."""
-    DEPARTED = "departed"
-    """A rank's pending collective is not what its own earlier steps issued at that point."""
     STRAGGLER = "straggler"
     """A rank is stuck inside a collective its peers completed."""
     NOT_ISSUED = "not_issued"

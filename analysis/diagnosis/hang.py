@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.order import ProgramOrder
 from ..types import FailureClass
 from .analysis import Analysis
 from .behind import behind_stuck_peers, held_pipeline_peers, left_behind
@@ -107,14 +106,13 @@ def _beyond(a: Analysis, victims: set[int]) -> WaitGraph:
 
 
 def explain_hang(
-    a: Analysis,
-    order: ProgramOrder,
+    w: HangView,
     mismatch_since: int | None,
     mismatch_members: set[int],
     went_ahead: set[int] = frozenset(),
     named: set[int] = frozenset(),
 ) -> HangExplanation:
-    """The causes of the hang in ``a``'s wait-for graph, with what was set aside and why.
+    """The causes of the hang in ``w``'s wait-for graph, with what was set aside and why.
 
     ``mismatch_since`` is when the earliest decisive mismatch was issued and
     ``mismatch_members`` the members of groups with one: a hang that follows a
@@ -126,7 +124,7 @@ def explain_hang(
     pipeline peer, the causes lie beyond them: the graph is read again without the
     waits on them.
     """
-    w = HangView(a)
+    a = w.a
     findings, notes = _explain(w)
     if not findings:
         w, findings, notes = _past_silent_roots(a, w, notes)
@@ -153,7 +151,7 @@ def explain_hang(
     set_aside = frozenset(r for f in dropped if f.role == Role.CLEARED for r in f.ranks)
     if mismatch_since is None:
         explained = {f.rank for f in kept} | {r for f in dropped for r in f.ranks}
-        lone, lone_behind = dead_findings(a, w.blocked_ranks, left_behind(a, order, w.blocked_ranks, explained))
+        lone, lone_behind = dead_findings(a, w.blocked_ranks, left_behind(a, w.blocked_ranks, explained))
         kept, held = held_pipeline_peers(a, w.blocked_ranks, kept)
         dropped += held
         lone, behind_stuck = behind_stuck_peers(a, w.blocked_ranks, kept, lone, named)

@@ -14,7 +14,6 @@ from .analysis import Analysis
 from .cycle_counts import CountView
 from .cycle_records import CycleWaits
 from .findings import NEVER
-from .routines import Routines
 from .waitfor import Blocked, WaitEdge, WaitGraph
 
 
@@ -50,17 +49,26 @@ class HangView:
         return CycleWaits(self.graph, self.into, self.created, self.program_ranks, self.call_sites)
 
     def program_ranks(self, rank: int) -> set[int]:
-        """The ranks of ``rank``'s program and stage: by its groups smaller than the world, and
-        by the families of all its groups (a job whose every group spans the world runs one)."""
-        return self.routines.program_ranks(rank) | self.count_view.mates.get(rank, frozenset())
+        """The ranks of ``rank``'s program and stage: by its groups smaller than the world (the
+        same program families at the same pipeline stage: where a family's seq stands in the
+        program differs between stages), and by the families of all its groups (a job whose
+        every group spans the world runs one)."""
+        levels = self.a.levels
+        at_stage = self._at_stage.get((levels.program.get(rank), levels.recorded_stage.get(rank)), frozenset())
+        return set(at_stage) | {rank} | self.count_view.mates.get(rank, frozenset())
+
+    @functools.cached_property
+    def _at_stage(self) -> dict[tuple[object, object], frozenset[int]]:
+        """(program, stage) -> its ranks."""
+        levels = self.a.levels
+        found: dict[tuple[object, object], set[int]] = defaultdict(set)
+        for r, p in levels.program.items():
+            found[(p, levels.recorded_stage.get(r))].add(r)
+        return {k: frozenset(v) for k, v in found.items()}
 
     @functools.cached_property
     def count_view(self) -> CountView:
         return CountView(self.a, self.cycle_waits)
-
-    @functools.cached_property
-    def routines(self) -> Routines:
-        return Routines(self.a, self.blocked_ranks)
 
     def since(self, edges: list[WaitEdge]) -> int:
         return min((self.created.get((e.pg_key, e.waiter, e.seq), NEVER) for e in edges), default=NEVER)

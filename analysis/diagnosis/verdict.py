@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from .. import schema as s
 from ..model.cells import created_ns
-from ..model.order import ProgramOrder
 from ..types import AttributionState, FailureClass, Verdict
 from .analysis import Analysis
 from .findings import Finding, Kind, Role
 from .hang import explain_hang
-from .lone import lone_departures
+from .hang_view import HangView
 from .mismatch import Mismatch, attributes_that_differ
+from .own_calls import own_call_findings
 from .waitfor import reaches
 
 if TYPE_CHECKING:
@@ -130,26 +130,28 @@ def _weigh_exchanges(a: Analysis, draft: _Draft, explained: set[tuple[str, int]]
         draft.add(replace(f, detail=detail), (imb.pg_key, imb.seq, imb.op))
 
 
-def _weigh_lone(a: Analysis, draft: _Draft, order: ProgramOrder) -> set[str]:
-    """Collectives only one rank issued, where it left its routine; returns their groups."""
+def _weigh_own_calls(w: HangView, draft: _Draft) -> set[str]:
+    """Ranks blocked in a collective of their own, which they added (see :mod:`.own_calls`);
+    returns their groups."""
     if draft.classes:
         return set()
-    lone = lone_departures(a, order)
-    for f in lone:
+    found = own_call_findings(w.a, w)
+    for f in found:
         draft.add(f, (f.pg_key, f.seq, f.op))
-    return {f.pg_key for f in lone if f.pg_key is not None}
+    return {f.pg_key for f in found if f.pg_key is not None}
 
 
 def _weigh_hang(
-    a: Analysis, draft: _Draft, decisive: list[Mismatch], order: ProgramOrder, lone_groups: set[str]
+    w: HangView, draft: _Draft, decisive: list[Mismatch], own_groups: set[str]
 ) -> tuple[frozenset[int], bool]:
     """The roots of the wait-for graph, explained; returns the ranks set aside and whether a cycle stayed."""
+    a = w.a
     members = {r for m in decisive for r in a.groups.groups[m.pg_key].ranks}
-    members |= {r for k in lone_groups for r in a.groups.groups[k].ranks}
+    members |= {r for k in own_groups for r in a.groups.groups[k].ranks}
     since = _mismatch_since(a, decisive) if decisive else None
     went_ahead = {r for m in decisive if m.shift for r in m.odd_ranks}
     named = {r for f in draft.findings if f.role == Role.SUSPECT for r in f.ranks}
-    hang = explain_hang(a, order, since, members if draft.classes else set(), went_ahead, named)
+    hang = explain_hang(w, since, members if draft.classes else set(), went_ahead, named)
     at_tie = _held_at_a_tie(a, draft)
     for f in sorted(hang.suspects, key=lambda f: (f.since, f.rank)):
         if f.rank in at_tie:  # it waits in the tie: whoever is wrong there, the rest follows
@@ -208,9 +210,9 @@ def diagnose(a: Analysis) -> Diagnosis:
     draft = _Draft()
     decisive = _weigh_mismatches(a, draft)
     _weigh_exchanges(a, draft, {(m.pg_key, m.seq) for m in decisive})
-    order = ProgramOrder(a.cells, a.dumps.entries, a.families.family_of)
-    lone_groups = _weigh_lone(a, draft, order)
-    set_aside, unresolved = _weigh_hang(a, draft, decisive, order, lone_groups)
+    w = HangView(a)
+    own_groups = _weigh_own_calls(w, draft)
+    set_aside, unresolved = _weigh_hang(w, draft, decisive, own_groups)
     _weigh_stalled(a, draft)
     _weigh_missing_dumps(a, draft)
 

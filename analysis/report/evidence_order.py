@@ -10,11 +10,18 @@ from .words import called_from, ranks_text
 
 
 def _extra(f: Finding, where: str) -> str:
-    return (
+    text = (
         f"Rank {f.rank} issued an extra collective: seq {f.seq} ({f.op or 'collective'}"
         f"{called_from(f.detail.get('call_site'))}) of {where}, which no other rank issues; its peers moved on "
         "to later collectives."
     )
+    if f.detail.get("went_on"):  # named by the ranks of its program that went past it (see own_calls)
+        text += (
+            f" {ranks_text(f.detail['went_on']).capitalize()} of its program went past the point where it issued it,"
+            f" without it: its one extra explains that for {f.detail['cost']:g}, their skips for"
+            f" {f.detail['other_side']:g} (the edit costs of docs/how-it-works.md)."
+        )
+    return text
 
 
 def _went_past(f: Finding, where: str) -> str:
@@ -31,30 +38,10 @@ def _went_past(f: Finding, where: str) -> str:
     return text
 
 
-def _departed(f: Finding, where: str) -> str:
-    if f.detail.get("turns"):
-        family = f.detail["expected_family"].split("#")[0]
-        return (
-            f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} right after another of its "
-            f"kind, where in each earlier step it issued these and {f.detail['expected_op']} of a {family} group "
-            f"in turn, as its peers still do: rank {f.rank} added or skipped a collective there."
-        )
-    return (
-        f"Rank {f.rank} issued seq {f.seq} ({f.op or 'collective'}) of {where} where, after the same collectives, "
-        f"its earlier steps issued {f.detail['expected_op']} of a {f.detail['expected_family'].split('#')[0]} group, "
-        f"and its peers did not leave their routine: rank {f.rank} "
-        + (
-            "never posted that send/recv and went on."
-            if f.detail.get("skipped_p2p")
-            else "added or skipped a collective there."
-        )
-    )
-
-
 def _record_edit(f: Finding, where: str) -> str:
     d = f.detail
     mates = f"the ranks of its program ({ranks_text(d['against'])})"
-    call = f"seq {f.seq} ({f.op or 'collective'}) of {where}"
+    call = f"seq {f.seq} ({f.op or 'collective'}{called_from(d.get('call_site'))}) of {where}"
     if d["edit"] == "skip":
         text = f"Rank {f.rank} skipped {call}: at its record {d['record_id']} {mates} hold that call ({d['expected']})"
         text += ", and its later records line up with theirs one record on" if d["shown"] else ""
@@ -117,7 +104,6 @@ def _count_edit(f: Finding, where: str) -> str:
 
 SENTENCES: dict[Kind, Callable[[Finding, str], str]] = {
     Kind.EXTRA: _extra,
-    Kind.DEPARTED: _departed,
     Kind.WENT_PAST: _went_past,
     Kind.RECORD_EDIT: _record_edit,
     Kind.COUNT_EDIT: _count_edit,
