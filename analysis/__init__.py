@@ -37,8 +37,8 @@ _HOME = {
     "combine_results": "tables.load",
     "load": "tables.load",
     "load_one": "tables.load",
-    "read_file_tables": "tables.load",
-    "write_file_tables": "tables.load",
+    "read_file_tables": "tables.parts",
+    "write_file_tables": "tables.parts",
     "AttributionState": "types",
     "DumpSet": "types",
     "FailureClass": "types",
@@ -68,7 +68,8 @@ if TYPE_CHECKING:
     from .nvrx_compat import CollectiveAnalyzer
     from .report.report import Report, Wavefront
     from .report.text import render_text
-    from .tables.load import combine, combine_results, load, load_one, read_file_tables, write_file_tables
+    from .tables.load import combine, combine_results, load, load_one
+    from .tables.parts import read_file_tables, write_file_tables
     from .types import AttributionState, DumpSet, FailureClass, FileError, HostMap, InputError, Limits, Verdict
 
 __all__ = [

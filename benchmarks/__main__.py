@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.tables.load import memory_available
+from analysis.ingest.process_limits import memory_available
 from benchmarks import flightdeck, frtrace, report
 from benchmarks.floor import dump_files
 from benchmarks.measure import RunResult, run_measured

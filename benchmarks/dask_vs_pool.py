@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.tables.dask_engine import DaskEngine, local_cluster_options
+from analysis.tables.dask_engine import DaskEngine
+from analysis.tables.dask_local import local_cluster_options
 from analysis.tables.load import load
 from analysis.tables.mapstep import MapEngine
 from analysis.tables.pool import WorkerPool

@@ -23,7 +23,7 @@ import streamlit as st
 
 from analysis import analyze_dumps
 from analysis.ingest.proxy_ops import read_proxy_ops
-from analysis.live.follow import Judged, LiveWatch
+from analysis.live.follow import Judged
 from analysis.report.export import tables_zip
 from analysis.report.proxy import with_proxy_waits
 from analysis.report.report import Report
@@ -272,35 +272,6 @@ def _marks(key: str, _report: Report) -> dict[int, str]:
 def rank_marks(loaded: Loaded) -> dict[int, str]:
     """Heatmap row marks: failed health checks, proxy-wait culprits."""
     return _marks(loaded.key, loaded.report)
-
-
-@st.cache_resource(show_spinner=False)
-def _live_watches() -> tuple[dict[tuple[str, tuple[str, ...], float], LiveWatch], threading.Lock]:
-    """Every watch of this server (shared by all sessions), by folder, roots and settle time."""
-    return {}, threading.Lock()
-
-
-def live_watch(path: str, roots: Sequence[str], settle: float) -> LiveWatch:
-    """The watch of ``path`` (already confined to ``roots``), one per server for every tab:
-    each snapshot is read once, whoever looks."""
-    watches, lock = _live_watches()
-    key = (path, tuple(roots), settle)
-    with lock:
-        if key not in watches:
-            real_roots = tuple(roots)
-            watches[key] = LiveWatch(
-                path, settle=settle, file_filter=lambda files: confine.split_files(files, real_roots)
-            )
-        return watches[key]
-
-
-def watch_again(watch: LiveWatch) -> None:
-    """Forget ``watch`` (a button's callback): the next run starts a new one on the same folder."""
-    watches, lock = _live_watches()
-    with lock:
-        for key in [k for k, w in watches.items() if w is watch]:
-            del watches[key]
-    watch.close()
 
 
 def live_loaded(judged: Judged) -> Loaded:

@@ -121,7 +121,8 @@ def test_map_step_output_as_parquet_files(tmp_path) -> None:
     import analysis
     from analysis import analyze_dumps
     from analysis.ingest.discover import discover
-    from analysis.tables.load import combine, load_one, read_file_tables, write_file_tables
+    from analysis.tables.load import combine, load_one
+    from analysis.tables.parts import read_file_tables, write_file_tables
     from analysis.types import FileError
 
     dumps = tmp_path / "dumps"

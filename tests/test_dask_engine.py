@@ -31,7 +31,8 @@ from dask_loaders import failing_loader, slow_loader, stuck_loader
 from analysis import analyze_dumps
 from analysis.cli import main
 from analysis.tables import dask_engine
-from analysis.tables.dask_engine import DaskEngine, shared_local_cluster
+from analysis.tables.dask_engine import DaskEngine
+from analysis.tables.dask_local import close_shared_clusters, shared_local_cluster
 from analysis.tables.load import load
 from analysis.types import DumpFile, DumpSet, InputError, Limits
 from dashboard.args import parse_args
@@ -319,7 +320,7 @@ def test_the_dashboard_starts_one_local_cluster_and_keeps_it() -> None:
             assert cluster.status.name == "running", "the cluster outlives the load"
             seen.append((id(cluster), cluster.scheduler_address))
     finally:
-        dask_engine.close_shared_clusters()
+        close_shared_clusters()
     assert seen[0] == seen[1]
 
 

@@ -20,7 +20,8 @@ from analysis.diagnosis.findings import Kind
 from analysis.ingest import native
 from analysis.ingest.health import MAX_OUTPUT_CHARS, UNREADABLE, health_fields, status_is_failed
 from analysis.report.report import HEALTH_OUTPUT_CHARS
-from analysis.tables.load import load_one, read_file_tables, write_file_tables
+from analysis.tables.load import load_one
+from analysis.tables.parts import read_file_tables, write_file_tables
 from analysis.types import DumpFile, Limits
 from benchmarks.synth import write_dump_set
 from sample_dumps.generate import collector_bytes, collector_health

@@ -72,7 +72,9 @@ def test_the_entries_written_from_the_frame_reopen_as_the_same_frame(tmp_path: P
 
 
 def test_memory_available_reads_this_machine() -> None:
-    available = load_module.memory_available()
+    from analysis.ingest.process_limits import memory_available
+
+    available = memory_available()
     if os.path.exists("/proc/meminfo"):
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         assert 0 < available <= total

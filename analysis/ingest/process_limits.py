@@ -54,3 +54,15 @@ def reuse_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, KEPT_FREE_BYTES))
+
+
+def memory_available() -> int:
+    """The memory the kernel says is available (free plus reclaimable), or 0 where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

@@ -1,8 +1,7 @@
 """Reduce step: per-file tables into one set of narrow tables, one file at a time.
 
-Each file's tables are folded in as they arrive and then dropped, so the parent never
-holds the files' tables and the combined ones at once. Folding in is where the
-combined tables get narrow:
+Each file's tables are folded in as they arrive and then dropped (the parent never holds
+the files' tables and the combined ones at once); folding in makes them narrow:
 
 - text columns become codes into one dictionary for the whole set, one byte a row
   (two past 127 distinct values, four past 32,767);
@@ -26,9 +25,8 @@ from ..ingest.process_limits import KEPT_FREE_BYTES
 from ..types import FileTables
 
 _CODE_TYPES = (np.int8, np.int16, np.int32)
-"""The codes of a text column: the narrowest that holds every code of the dictionary so far
-(the frame's categoricals get one byte a row where a column has fewer than 128 values, so
-the folded columns need not hold two until then: 8 bytes a row less while loading)."""
+"""The codes of a text column: the narrowest that holds every code so far (one byte a row
+below 128 values, as the frame's categoricals: 8 bytes a row less while loading)."""
 
 
 class _DictionaryColumn:

@@ -22,7 +22,6 @@ Dask is imported only here, inside the functions, so the rest of Flight Deck wor
 
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import os
 import shutil
@@ -36,12 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..types import DumpFile, FileError, FileTables, InputError, Limits, LoadCancelled
 from .cluster_check import check_cluster
-from .load import default_workers, read_file_tables, write_file_tables
+from .dask_local import local_cluster_options, parse_local, shared_local_cluster
 from .mapstep import BatchResult, InOrder, OnResult, file_size, load_batch
+from .parts import read_file_tables, write_file_tables
 from .pool import Loader
 
 if TYPE_CHECKING:
-    from distributed import Client, Future, LocalCluster
+    from distributed import Client, Future
 
 SCRATCH_THRESHOLD_BYTES = 256 << 20
 """Above this many bytes of dumps (and with a scratch folder) the parts go through the
@@ -66,18 +66,6 @@ def dask_available() -> bool:
     return importlib.util.find_spec("distributed") is not None
 
 
-def parse_local(address: str) -> int | None:
-    """Workers of ``local`` (one per core) or ``local:N``; None for a scheduler's address."""
-    if address != "local" and not address.startswith("local:"):
-        return None
-    count = address.partition(":")[2]
-    if not count:
-        return default_workers()
-    if not count.isdigit() or int(count) < 1:
-        raise InputError(f"--dask {address}: expected local or local:N with N a positive number of workers")
-    return int(count)
-
-
 def map_task(loader: Loader, batch: Sequence[DumpFile], limits: Limits, folder: str | None) -> TaskResult:
     """One batch on a worker: its part (or, with ``folder``, the part stored there) and errors.
 
@@ -89,45 +77,6 @@ def map_task(loader: Loader, batch: Sequence[DumpFile], limits: Limits, folder: 
     if not os.path.isdir(os.path.dirname(folder)):  # the load was given up and its folder removed
         return None, errors
     return os.fspath(write_file_tables(part, folder)), errors
-
-
-def local_cluster_options(workers: int) -> dict[str, Any]:
-    """A LocalCluster of ``workers`` single-threaded processes. No dashboard; the
-    scheduler's HTTP server (always started) on a free port, not on 8787, which another
-    cluster or a user's own dashboard may hold."""
-    return {
-        "n_workers": workers,
-        "threads_per_worker": 1,
-        "processes": True,
-        "dashboard_address": None,
-        "scheduler_kwargs": {"dashboard_address": ":0"},
-    }
-
-
-_SHARED_CLUSTERS: dict[int, LocalCluster] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_local_cluster(workers: int) -> LocalCluster:
-    """This process's local cluster of ``workers`` workers, started on first use and closed
-    at exit: a server that loads many sets starts one cluster, not one per load."""
-    from distributed import LocalCluster
-
-    with _SHARED_LOCK:
-        cluster = _SHARED_CLUSTERS.get(workers)
-        if cluster is None or cluster.status.name in ("closing", "closed", "failed"):
-            cluster = LocalCluster(**local_cluster_options(workers))
-            _SHARED_CLUSTERS[workers] = cluster
-            if len(_SHARED_CLUSTERS) == 1:
-                atexit.register(close_shared_clusters)
-        return cluster
-
-
-def close_shared_clusters() -> None:
-    with _SHARED_LOCK:
-        for cluster in _SHARED_CLUSTERS.values():
-            cluster.close()
-        _SHARED_CLUSTERS.clear()
 
 
 class DaskEngine:

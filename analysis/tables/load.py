@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from .. import schema as s
 from ..ingest.discover import discover
 from ..ingest.process_limits import KEPT_FREE_BYTES, may_set_process_limits
 from ..ingest.safe_pickle import collector_paused
 from ..types import DEFAULT_LIMITS, DumpFile, DumpSet, FileError, FileTables, Limits
 from . import cache
 from .background import BackgroundImports
-from .combine import TablesBuilder, combine_tables, return_freed_memory, with_columns_of
+from .combine import TablesBuilder, combine_tables, return_freed_memory
 from .mapstep import BatchResult, Inline, MapEngine, file_size, load_batch, load_one, plan_batches
 from .pool import WorkerPool
 
@@ -79,31 +78,6 @@ def combine_results(results: Iterable[FileTables | FileError], errors: Sequence[
         else:
             builder.add(result)
     return to_dumpset(builder.finish(), problems)
-
-
-_PART_TABLES = ("entries", "stacks", "configs", "status", "meta")
-
-
-def write_file_tables(part: FileTables, folder: str | Path) -> Path:
-    """Store one file's tables as Parquet: the output of a map step run on a cluster."""
-    import pyarrow.parquet as pq
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in _PART_TABLES:
-        pq.write_table(getattr(part, name), folder / f"{name}.parquet")
-    return folder
-
-
-def read_file_tables(folder: str | Path) -> FileTables:
-    """The tables :func:`write_file_tables` stored, ready for :func:`combine`.
-
-    Parts stored before the files table held the health checks get them as nulls."""
-    import pyarrow.parquet as pq
-
-    tables = {name: pq.read_table(Path(folder) / f"{name}.parquet") for name in _PART_TABLES}
-    tables["meta"] = with_columns_of(tables["meta"], s.RANK_SCHEMA)
-    return FileTables(**tables)
 
 
 def default_workers() -> int:
@@ -220,17 +194,7 @@ def load(
     thread while worker processes read the files (see ``background``), or after the
     files are read where this thread reads them itself.
     """
-    files, discover_errors = discover(path, pattern)
-    if file_filter is not None:
-        files, refused = file_filter(files)
-        discover_errors = [*discover_errors, *refused]
-    if not files and not discover_errors:
-        reason = (
-            "no such file or folder"
-            if not os.path.exists(path)
-            else "no dump files found (expected names like rank_0, _dump_0, nccl_trace_rank_0)"
-        )
-        discover_errors = [FileError(os.fspath(path), reason)]
+    files, discover_errors = _discovered(path, pattern, file_filter)
     key = cache.fingerprint(files, discover_errors, repr(limits or DEFAULT_LIMITS)) if use_cache and files else None
     if key and (writer := _CACHE_WRITERS.pop(key, None)):
         writer.join()  # this process is still writing that set's cache
@@ -248,13 +212,36 @@ def load(
     )
     errors = [*discover_errors, *read_errors]
     tables = builder.finish()
-    if not key:
-        return to_dumpset(tables, errors)
-    # The cache is written on the other core while the analysis runs; the interpreter waits
-    # for it at exit. The entries are written from the pandas frame's own buffers, not from
-    # the Arrow table it was made from: kept alive for the writer, that table's text codes
-    # and the writer's buffers beside the analysis' temporaries raised the peak RSS at 4,096
-    # ranks from 1.07 (written first) to 1.33-1.49 GB; written first, the run took 1-2 s more.
+    return _cached_behind(key, tables, errors) if key else to_dumpset(tables, errors)
+
+
+def _discovered(
+    path: str | Path, pattern: str | None, file_filter: FileFilter | None
+) -> tuple[list[DumpFile], list[FileError]]:
+    """The dump files under ``path`` that ``file_filter`` lets through, and an error for
+    each refused one; an error naming ``path`` where there is none at all."""
+    files, errors = discover(path, pattern)
+    if file_filter is not None:
+        files, refused = file_filter(files)
+        errors = [*errors, *refused]
+    if not files and not errors:
+        reason = (
+            "no such file or folder"
+            if not os.path.exists(path)
+            else "no dump files found (expected names like rank_0, _dump_0, nccl_trace_rank_0)"
+        )
+        errors = [FileError(os.fspath(path), reason)]
+    return list(files), list(errors)
+
+
+def _cached_behind(key: str, tables: dict[str, pa.Table], errors: Sequence[FileError]) -> DumpSet:
+    """The dump set, its cache written on another thread while the analysis runs.
+
+    The interpreter waits for it at exit. The entries are written from the pandas frame's
+    own buffers, not from the Arrow table it was made from: kept alive for the writer, that
+    table's text codes and the writer's buffers beside the analysis' temporaries raised the
+    peak RSS at 4,096 ranks from 1.07 (written first) to 1.33-1.49 GB; written first, the
+    run took 1-2 s more."""
     from .from_frame import arrow_view  # imports pandas: by now imported (see background)
 
     small = [name for name in tables if name != "entries"]
@@ -303,15 +290,3 @@ def finish_cache_writes() -> None:
     """Wait for the tables caches still being written in the background."""
     while _CACHE_WRITERS:
         _CACHE_WRITERS.pop(next(iter(_CACHE_WRITERS))).join()
-
-
-def memory_available() -> int:
-    """The memory the kernel says is available (free plus reclaimable), or 0 where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0

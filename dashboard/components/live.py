@@ -13,7 +13,7 @@ from analysis.types import HostMap
 from analysis.views.figures.progress import progress_figure
 from analysis.views.live import class_progress
 
-from .. import data, state
+from .. import data, live_watches, state
 from ..args import Args
 from . import groups, heatmap
 from .sidebar import Source
@@ -28,7 +28,7 @@ LINES_SHOWN = 30
 def page(source: Source, args: Args, hosts: HostMap | None) -> data.Loaded | None:
     """Watch ``source``: the live panel while the job moves (None), the hung snapshot to
     draw as the full report once it stopped."""
-    watch = data.live_watch(source.path, source.roots, args.watch_settle)
+    watch = live_watches.live_watch(source.path, source.roots, args.watch_settle)
     if watch.hung is None:
         st.fragment(_panel, run_every=args.watch_every)(watch, hosts)
         return None
@@ -42,7 +42,7 @@ def page(source: Source, args: Args, hosts: HostMap | None) -> data.Loaded | Non
     st.button(
         "Watch again",
         key=state.WATCH_AGAIN,
-        on_click=data.watch_again,
+        on_click=live_watches.watch_again,
         args=(watch,),
         help="Forget this watch and start again from the newest snapshot in the folder (a restarted job).",
     )
