@@ -23,7 +23,7 @@ def test_a_rank_went_past_a_point_with_as_many_of_each_family_and_more_of_one() 
 
 def _own_calls(case: str) -> list:
     a = run_analysis(load(REGRESSIONS / case, use_cache=False, workers=1))
-    return own_call_findings(a, HangView(a))
+    return own_call_findings(HangView(a))
 
 
 def test_a_debug_metric_only_one_rank_issued_is_its_extra_where_its_program_went_on() -> None:

@@ -37,14 +37,13 @@ class OwnCall:
 
     rank: int
     block: Blocked
-    family: str
     point: Point
     """The rank's counts where it issued the call, that call's family left out."""
     others: frozenset[int]
     """The members of its group, which never issued it."""
 
 
-def own_call_findings(a: Analysis, w: HangView) -> list[Finding]:
+def own_call_findings(w: HangView) -> list[Finding]:
     """The ranks that added the collective they are blocked in (see the module docstring), as findings."""
     calls = _own_calls(w)
     if not calls:
@@ -53,22 +52,17 @@ def own_call_findings(a: Analysis, w: HangView) -> list[Finding]:
     passed = {
         c.rank: {m for m in c.others & w.program_ranks(c.rank) if went_past(points.get(m, {}), c.point)} for c in calls
     }
-    by_rank = {c.rank: c for c in calls}
     found = []
     for c in calls:
-        mirrors = {m for m in passed[c.rank] if m in by_rank and c.rank in passed[m]}
-        against = costs.SKIP * len(passed[c.rank] - mirrors)  # each of them skipped it
+        went_on = sorted(m for m in passed[c.rank] if c.rank not in passed.get(m, ()))  # mirrors left out
+        against = costs.SKIP * len(went_on)  # each of them skipped it
         if costs.EXTRA >= against:
             continue  # a tie at best: the waits decide nothing
         b = c.block
-        f = extra_finding(a, c.rank, b.pg_key, b.seq, b.op, w.created.get((b.pg_key, c.rank, b.seq), NEVER))
-        went_on = sorted(passed[c.rank] - mirrors)
-        found.append(
-            replace(
-                f, detail={**f.detail, "edit": EXTRA, "cost": costs.EXTRA, "other_side": against, "went_on": went_on}
-            )
-        )
-    if len(found) >= 2 and {f.rank for f in found} >= set(a.dumps.ranks):
+        f = extra_finding(w.a, c.rank, b.pg_key, b.seq, b.op, w.created.get((b.pg_key, c.rank, b.seq), NEVER))
+        detail = {"edit": EXTRA, "cost": costs.EXTRA, "other_side": against, "went_on": went_on}
+        found.append(replace(f, detail={**f.detail, **detail}))
+    if len(found) >= 2 and {f.rank for f in found} >= set(w.a.dumps.ranks):
         # every rank added one the others did not issue: no rank's program is left to judge by
         return [replace(f, role=Role.POSSIBLE, detail={**f.detail, "every_rank": True}) for f in found]
     return found
@@ -111,5 +105,5 @@ def _own_calls(w: HangView) -> list[OwnCall]:
             view.prepare({rank})
             family = view.family(b.pg_key)
             point = {f: n for f, n in view.point_at(rank, view.place(b)).items() if f != family}
-            found.append(OwnCall(rank, b, family, point, others))
+            found.append(OwnCall(rank, b, point, others))
     return found

@@ -135,7 +135,7 @@ def _weigh_own_calls(w: HangView, draft: _Draft) -> set[str]:
     returns their groups."""
     if draft.classes:
         return set()
-    found = own_call_findings(w.a, w)
+    found = own_call_findings(w)
     for f in found:
         draft.add(f, (f.pg_key, f.seq, f.op))
     return {f.pg_key for f in found if f.pg_key is not None}
