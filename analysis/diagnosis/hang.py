@@ -10,7 +10,7 @@ show are set aside (see :mod:`.consequences`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..types import FailureClass
 from .analysis import Analysis
@@ -61,16 +61,19 @@ def _explained_by_model(w: HangView, comp: list[int]) -> list[Finding]:
 
 def _component(w: HangView, comp: list[int]) -> tuple[list[Finding], list[Finding]]:
     """Findings for one root component of the wait-for graph, and notes: the members the
-    model names (:func:`_explained_by_model`); where it names none, each member as a root (a
-    straggler, or a rank waited on), with the cycle noted as undecided."""
+    model names (:func:`_explained_by_model`); where it names none, a root alone as a
+    straggler or a rank waited on, and each member of a cycle as such a possible cause (the
+    model cannot say which of them departed), with the cycle noted as undecided."""
     by_model = _explained_by_model(w, comp) if len(comp) <= MAX_COUNTED else []
     if by_model:  # records, counts or waits that depart from those of their program's ranks
         return by_model, []
     if len(comp) == 1 and held_by_stall(w, comp[0]):
         return [], []
-    notes = [Finding(Kind.CYCLE, Role.NOTE, tuple(comp))] if len(comp) > 1 else []
-    found = [straggler(w, r) if r in w.graph.stragglers else waited_on(w, r, comp) for r in comp]
-    return [f for f in found if f is not None], notes
+    found = [f for r in comp if (f := straggler(w, r) if r in w.graph.stragglers else waited_on(w, r, comp))]
+    if len(comp) == 1:
+        return found, []
+    # a cycle the model does not decide: each member may be the cause, none is named
+    return [replace(f, role=Role.POSSIBLE) for f in found], [Finding(Kind.CYCLE, Role.NOTE, tuple(comp))]
 
 
 def _explain(w: HangView) -> tuple[list[Finding], list[Finding]]:
