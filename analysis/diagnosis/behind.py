@@ -25,6 +25,7 @@ def left_behind(a: Analysis, blocked_ranks: set[int], known: set[int]) -> list[F
     """Silent ranks (not in ``known``) whose step-mates all wait in collectives they never issued."""
     steps = Steps(a, blocked_ranks)
     heads = {b.rank: b for b in a.graph.blocked if not b.queued and not b.is_p2p}
+    family = a.families.family_of
     found = []
     for rank in sorted(steps.silent - known):
         g = steps.step_group(rank)
@@ -32,11 +33,10 @@ def left_behind(a: Analysis, blocked_ranks: set[int], known: set[int]) -> list[F
         if not mates:
             continue
         where, every_member = None, False
-        if all(m in heads for m in mates):
-            family = a.families.family_of
-            if not {(family.get(heads[m].pg_key, heads[m].pg_key), heads[m].seq) for m in mates} & _issued(a, rank):
-                b = heads[mates[0]]
-                where = (b.pg_key, b.seq, b.op)
+        waited_in = {(family.get(heads[m].pg_key, heads[m].pg_key), heads[m].seq) for m in mates if m in heads}
+        if all(m in heads for m in mates) and not waited_in & _issued(a, rank):
+            b = heads[mates[0]]
+            where = (b.pg_key, b.seq, b.op)
         if where is None and a.records_p2p and (behind := _behind_everyone(a, steps, rank, g)) is not None:
             every_member = behind.key != g.key
             g = behind
